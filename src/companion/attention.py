@@ -1,0 +1,156 @@
+"""The self-attention vector field, shared by every particle model of the four papers.
+
+For tokens ``x_1..x_n`` the field at token ``i`` is ``sum_j w_ij V x_j`` with
+
+* ``softmax``: ``w_ij = exp(beta <A x_i, x_j>) / sum_k exp(beta <A x_i, x_k>)`` (A = K^T Q, so
+  ``<A x_i, x_j> = <Q x_i, K x_j>``);
+* ``usa`` (the unnormalised model of Bruno et al.): ``w_ij = exp(beta <A x_i, x_j>) / n``.
+
+Everything is batched over a leading ``trials`` axis. Scores are shifted by their row maximum
+(log-sum-exp) so large ``beta`` neither overflows nor produces NaN. For large ``n`` the field is
+evaluated in blocks of queries, so memory grows linearly in ``n``; on CUDA the softmax field can go
+through :func:`torch.nn.functional.scaled_dot_product_attention` (flash / memory-efficient kernels).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ._validate import as_tokens, check_beta, check_matrix
+
+__all__ = ["attention_field", "attend", "NORMALIZATIONS", "BACKENDS", "DEFAULT_BLOCK_ELEMENTS"]
+
+NORMALIZATIONS = ("softmax", "usa")
+BACKENDS = ("auto", "dense", "blocked", "sdpa")
+# Score-matrix elements held at once by the blocked path: 2**24 float64 = 128 MiB, a few temporaries
+# of that size keep one evaluation well under 1 GB at any n.
+DEFAULT_BLOCK_ELEMENTS = 2**24
+
+
+def _mT(M: torch.Tensor) -> torch.Tensor:
+    return M.transpose(-1, -2)
+
+
+def _attend_block(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: float, normalization: str) -> torch.Tensor:
+    """Dense attention for a block of queries. q: (T, b, d), k: (T, n, d), v: (T, n, e) -> (T, b, e)."""
+    s = torch.matmul(q, _mT(k)).mul_(beta)  # (T, b, n)
+    m = s.amax(dim=-1, keepdim=True)
+    w = torch.exp_(s.sub_(m))  # in place: the (T, b, n) block is the memory that matters
+    z = w.sum(dim=-1, keepdim=True)
+    out = torch.matmul(w, v)
+    if normalization == "softmax":
+        return out / z
+    # usa: (1/n) sum_j e^{s_ij} v_j = e^{m_i} / n * sum_j e^{s_ij - m_i} v_j
+    log_scale = m - math.log(k.shape[-2])
+    if (log_scale > math.log(torch.finfo(out.dtype).max) - 1).any():
+        raise ValueError(
+            f"beta = {beta:g} is too large for the unnormalised ('usa') field in {out.dtype}: "
+            "exp(beta <A x_i, x_j>) overflows; use float64, a smaller beta, or normalization='softmax'"
+        )
+    return out * torch.exp(log_scale)
+
+
+def attend(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    beta: float,
+    *,
+    normalization: str = "softmax",
+    backend: str = "auto",
+    block_elements: int = DEFAULT_BLOCK_ELEMENTS,
+) -> torch.Tensor:
+    """Generic attention ``sum_j w_ij v_j`` with ``w_ij`` from scores ``beta <q_i, k_j>``.
+
+    Parameters
+    ----------
+    q : (trials, n, d) queries; k : (trials, m, d) keys; v : (trials, m, e) values.
+    beta : float, inverse temperature (> 0).
+    normalization : ``"softmax"`` or ``"usa"`` (divide by m instead of the row sum).
+    backend : ``"dense"`` (one (trials, n, m) score matrix), ``"blocked"`` (query blocks of at most
+        ``block_elements`` scores), ``"sdpa"`` (torch's fused kernel; softmax only) or ``"auto"``
+        (sdpa on CUDA for large problems, blocked when the dense matrix would exceed
+        ``block_elements``, dense otherwise).
+
+    Returns
+    -------
+    (trials, n, e) tensor, on q's device and dtype.
+
+    Examples
+    --------
+    >>> q = k = torch.eye(2, dtype=torch.float64)[None]
+    >>> attend(q, k, k, beta=1.0).round(decimals=4)
+    tensor([[[0.7311, 0.2689],
+             [0.2689, 0.7311]]], dtype=torch.float64)
+    """
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    T, n, _ = q.shape
+    m = k.shape[-2]
+    if backend == "auto":
+        if q.is_cuda and normalization == "softmax" and n * m >= 2**20:
+            backend = "sdpa"
+        elif T * n * m > block_elements:
+            backend = "blocked"
+        else:
+            backend = "dense"
+    if backend == "sdpa":
+        if normalization != "softmax":
+            raise ValueError("backend='sdpa' supports normalization='softmax' only")
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=beta)
+    if backend == "dense":
+        return _attend_block(q, k, v, beta, normalization)
+    b = max(1, block_elements // max(1, T * m))
+    return torch.cat([_attend_block(q[:, i : i + b], k, v, beta, normalization) for i in range(0, n, b)], dim=1)
+
+
+def attention_field(
+    X: torch.Tensor,
+    A: torch.Tensor | None = None,
+    V: torch.Tensor | None = None,
+    beta: float = 1.0,
+    *,
+    normalization: str = "softmax",
+    backend: str = "auto",
+    block_elements: int = DEFAULT_BLOCK_ELEMENTS,
+) -> torch.Tensor:
+    """Self-attention field ``B[mu_X](x_i) = sum_j w_ij V x_j`` at every token.
+
+    Parameters
+    ----------
+    X : (trials, n, d) or (n, d) tokens.
+    A : (d, d) or (trials, d, d), the bilinear form of the scores, ``A = K^T Q``; identity if None.
+    V : (d, d) or (trials, d, d), the value matrix; identity if None.
+    beta : inverse temperature, > 0.
+    normalization, backend, block_elements : see :func:`attend`.
+
+    Returns
+    -------
+    (trials, n, d) tensor (a (n, d) input gives trials = 1), X's device and dtype.
+
+    Examples
+    --------
+    Two orthogonal tokens with identity parameters attract each other symmetrically:
+
+    >>> X = torch.eye(2, dtype=torch.float64)
+    >>> attention_field(X, beta=1.0).round(decimals=4)
+    tensor([[[0.7311, 0.2689],
+             [0.2689, 0.7311]]], dtype=torch.float64)
+
+    Large beta stays finite (log-sum-exp):
+
+    >>> bool(torch.isfinite(attention_field(X, beta=1e4)).all())
+    True
+    """
+    X = as_tokens(X)
+    beta = check_beta(beta)
+    d = X.shape[-1]
+    q = X if A is None else torch.matmul(X, _mT(check_matrix(A, d, "A", like=X)))
+    v = X if V is None else torch.matmul(X, _mT(check_matrix(V, d, "V", like=X)))
+    for name, M in (("A", A), ("V", V)):
+        if M is not None and M.ndim == 3 and M.shape[0] not in (1, X.shape[0]):
+            raise ValueError(f"{name} has {M.shape[0]} trials but X has {X.shape[0]}")
+    return attend(q, X, v, beta, normalization=normalization, backend=backend, block_elements=block_elements)

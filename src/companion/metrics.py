@@ -1,0 +1,245 @@
+"""Observables of token configurations. Every function takes ``X : (trials, n, d)`` (a (n, d) input
+is treated as one trial) and returns one value per trial unless stated otherwise.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ._validate import as_tokens, check_beta, check_matrix, check_positive
+
+__all__ = [
+    "wasserstein",
+    "EXACT_LIMIT",
+    "rho_min",
+    "cluster_labels",
+    "cluster_count",
+    "modal_masses",
+    "project_to_subspace",
+    "distance_to_subspace",
+    "interaction_energy",
+]
+
+# Above this many tokens per measure, method="auto" switches from exact OT to sliced OT.
+EXACT_LIMIT = 3000
+_COSTS = ("euclidean", "chordal", "geodesic")
+
+
+def _cost_matrix(x: np.ndarray, y: np.ndarray, cost: str, p: float) -> np.ndarray:
+    if cost == "geodesic":
+        g = np.clip(x @ y.T, -1.0, 1.0)
+        dist = np.arccos(g)
+    else:  # chordal is the Euclidean distance of the embedding
+        dist = np.sqrt(np.maximum(((x[:, None, :] - y[None, :, :]) ** 2).sum(-1), 0.0))
+    return dist**p
+
+
+def wasserstein(
+    X: torch.Tensor,
+    Y: torch.Tensor,
+    p: float = 2,
+    *,
+    cost: str = "euclidean",
+    method: str = "auto",
+    n_projections: int = 256,
+    seed: int = 0,
+) -> torch.Tensor:
+    """Wasserstein distance W_p between the empirical measures of X and Y, trial by trial (POT).
+
+    ``method="exact"`` solves the optimal transport problem (``ot.emd2``, exact, O(n^3)), used by
+    ``"auto"`` while both measures have at most :data:`EXACT_LIMIT` tokens; ``"sliced"`` uses the
+    sliced Wasserstein distance (``ot.sliced_wasserstein_distance`` with ``n_projections`` random
+    directions drawn from ``seed``), an upper-bounded proxy, not W_p itself: it is a lower bound
+    up to Monte Carlo error and defined for the Euclidean (= chordal) cost only.
+
+    Parameters
+    ----------
+    X : (trials, n, d); Y : (trials, m, d) (or one (m, d) measure shared by every trial).
+    p : order, >= 1.
+    cost : ``"euclidean"``, ``"chordal"`` (the same, for points on a sphere) or ``"geodesic"``
+        (arc length on the unit sphere; tokens must be unit vectors).
+
+    Returns
+    -------
+    (trials,) float64 tensor on the CPU.
+
+    Examples
+    --------
+    >>> X = torch.tensor([[[0.0, 0.0], [1.0, 0.0]]]); Y = X + torch.tensor([0.0, 3.0])
+    >>> wasserstein(X, Y).item()
+    3.0
+    """
+    import ot
+
+    X = as_tokens(X, "X")
+    Y = as_tokens(Y, "Y")
+    if X.shape[-1] != Y.shape[-1]:
+        raise ValueError(f"X and Y must have the same dimension d, got {X.shape[-1]} and {Y.shape[-1]}")
+    if Y.shape[0] not in (1, X.shape[0]):
+        raise ValueError(f"Y has {Y.shape[0]} trials but X has {X.shape[0]}")
+    p = check_positive(p, "p")
+    if p < 1:
+        raise ValueError(f"p must be >= 1, got {p}")
+    if cost not in _COSTS:
+        raise ValueError(f"cost must be one of {_COSTS}, got {cost!r}")
+    if method not in ("auto", "exact", "sliced"):
+        raise ValueError(f"method must be 'auto', 'exact' or 'sliced', got {method!r}")
+    if method == "auto":
+        method = "exact" if max(X.shape[1], Y.shape[1]) <= EXACT_LIMIT else "sliced"
+    if method == "sliced" and cost == "geodesic":
+        raise ValueError("method='sliced' supports the euclidean/chordal cost only; use method='exact' for cost='geodesic'")
+    Xn = X.detach().cpu().double().numpy()
+    Yn = Y.detach().cpu().double().numpy()
+    out = []
+    for t in range(Xn.shape[0]):
+        x, y = Xn[t], Yn[t if Yn.shape[0] > 1 else 0]
+        if method == "exact":
+            a = np.full(len(x), 1.0 / len(x))
+            b = np.full(len(y), 1.0 / len(y))
+            val = float(ot.emd2(a, b, _cost_matrix(x, y, cost, p), numItermax=10_000_000)) ** (1.0 / p)
+        else:
+            val = float(ot.sliced_wasserstein_distance(x, y, n_projections=n_projections, p=p, seed=seed))
+        out.append(val)
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def rho_min(X: torch.Tensor) -> torch.Tensor:
+    """``min_{i != j} <x_i, x_j>``, the smallest pairwise inner product (n >= 2).
+
+    Examples
+    --------
+    >>> rho_min(torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]]))
+    tensor([-1.])
+    """
+    X = as_tokens(X)
+    if X.shape[1] < 2:
+        raise ValueError("X needs at least two tokens for rho_min")
+    G = X @ X.transpose(-1, -2)
+    eye = torch.eye(X.shape[1], dtype=torch.bool, device=X.device)
+    return G.masked_fill(eye, math.inf).amin(dim=(-1, -2))
+
+
+def cluster_labels(X: torch.Tensor, tol: float) -> torch.Tensor:
+    """Single-linkage clusters: tokens closer than ``tol`` (Euclidean) are linked, clusters are the
+    connected components. Labels are the smallest token index in each cluster.
+
+    Returns
+    -------
+    (trials, n) int64 labels.
+
+    Examples
+    --------
+    >>> X = torch.tensor([[0.0, 0.0], [0.05, 0.0], [1.0, 0.0]])
+    >>> cluster_labels(X, 0.1)
+    tensor([[0, 0, 2]])
+    """
+    X = as_tokens(X)
+    tol = check_positive(tol, "tol")
+    n = X.shape[1]
+    adj = torch.cdist(X, X) < tol
+    labels = torch.arange(n, device=X.device).expand(X.shape[0], n).clone()
+    big = torch.full_like(labels, n)
+    while True:  # min-label propagation; converges in at most the graph diameter steps
+        nb = torch.where(adj, labels[:, None, :], big[:, None, :]).amin(dim=-1)
+        new = torch.minimum(labels, nb)
+        if torch.equal(new, labels):
+            return labels
+        labels = new
+
+
+def cluster_count(X: torch.Tensor, tol: float) -> torch.Tensor:
+    """Number of single-linkage clusters at distance ``tol`` per trial, (trials,) int64.
+
+    Examples
+    --------
+    >>> cluster_count(torch.tensor([[0.0, 0.0], [0.05, 0.0], [1.0, 0.0]]), 0.1)
+    tensor([2])
+    """
+    lab = cluster_labels(X, tol)
+    n = lab.shape[1]
+    return (lab == torch.arange(n, device=lab.device)).sum(dim=-1)
+
+
+def modal_masses(X: torch.Tensor, eigvecs: torch.Tensor) -> torch.Tensor:
+    """Averaged modal masses ``m_k = (1/n) sum_i <x_i, e_k>^2`` (paper C).
+
+    Parameters
+    ----------
+    eigvecs : (d, d) orthonormal columns e_k (e.g. from ``torch.linalg.eigh(V)``).
+
+    Returns
+    -------
+    (trials, d); rows sum to 1 for unit tokens.
+
+    Examples
+    --------
+    >>> modal_masses(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), torch.eye(2))
+    tensor([[0.5000, 0.5000]])
+    """
+    X = as_tokens(X)
+    E = check_matrix(eigvecs, X.shape[-1], "eigvecs", like=X)
+    return ((X @ E) ** 2).mean(dim=1)
+
+
+def _basis(basis: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    B = torch.as_tensor(basis).to(X)
+    if B.ndim == 1:
+        B = B[:, None]
+    if B.ndim != 2 or B.shape[0] != X.shape[-1]:
+        raise ValueError(f"basis must have shape (d, k) with d = {X.shape[-1]}, got {tuple(B.shape)}")
+    if not torch.allclose(B.T @ B, torch.eye(B.shape[1], dtype=B.dtype, device=B.device), atol=1e-6):
+        raise ValueError("basis must have orthonormal columns")
+    return B
+
+
+def project_to_subspace(X: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
+    """``Pi(x) = P_E x / |P_E x|``, the projection of paper B (E spanned by ``basis``, (d, k)).
+
+    Raises ValueError when a token is orthogonal to E (Pi undefined there).
+
+    Examples
+    --------
+    >>> project_to_subspace(torch.tensor([[0.6, 0.8]]), torch.tensor([1.0, 0.0]))
+    tensor([[[1., 0.]]])
+    """
+    X = as_tokens(X)
+    B = _basis(basis, X)
+    P = (X @ B) @ B.T
+    nrm = P.norm(dim=-1, keepdim=True)
+    if (nrm < 1e-12).any():
+        raise ValueError("X has a token orthogonal to the subspace, where Pi(x) = P_E x / |P_E x| is undefined")
+    return P / nrm
+
+
+def distance_to_subspace(X: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
+    """Euclidean distance ``|x_i - P_E x_i|`` of each token to the subspace E, (trials, n).
+
+    Examples
+    --------
+    >>> distance_to_subspace(torch.tensor([[0.6, 0.8]]), torch.tensor([1.0, 0.0]))
+    tensor([[0.8000]])
+    """
+    X = as_tokens(X)
+    B = _basis(basis, X)
+    return (X - (X @ B) @ B.T).norm(dim=-1)
+
+
+def interaction_energy(X: torch.Tensor, V: torch.Tensor, beta: float, *, log: bool = False) -> torch.Tensor:
+    """Paper C's energy ``E_beta(X) = (1 / 2 beta) sum_{i,j} exp(beta <x_i, V x_j>)``, (trials,).
+
+    With ``log=True`` returns ``log E_beta`` (computed by log-sum-exp, finite for any beta).
+
+    Examples
+    --------
+    >>> X = torch.tensor([[1.0, 0.0], [1.0, 0.0]], dtype=torch.float64)
+    >>> round(interaction_energy(X, torch.eye(2), 1.0).item(), 6)  # 4 e / 2
+    5.436564
+    """
+    X = as_tokens(X)
+    beta = check_beta(beta)
+    Vm = check_matrix(V, X.shape[-1], "V", like=X)
+    S = beta * (X @ Vm @ X.transpose(-1, -2))
+    logE = torch.logsumexp(S.flatten(1), dim=-1) - math.log(2 * beta)
+    return logE if log else torch.exp(logE)

@@ -1,0 +1,423 @@
+"""The particle models of the four papers, as frozen dataclasses sharing one protocol.
+
+A model has ``on_sphere`` (bool), ``validate(X) -> X`` (shape, finiteness, sphere checks; raises
+clear errors), ``cast(X) -> model`` (parameters moved to X's device and dtype) and
+``vector_field(t, X) -> dX/dt``, all with ``X : (trials, n, d)``. :func:`companion.integrate.simulate`
+integrates any object with this protocol.
+
+==============================  =================================================================
+model                           paper and equation
+==============================  =================================================================
+:class:`Euclidean`              A (Koubbi et al.) eq. (6): tokens in R^d
+:class:`Rescaled`               A eq. (7): z = e^{-tV} x
+:class:`Sphere`                 A eq. (8) (post-LayerNorm); B eq. (1) with A = B^T; C eq. (2.2)
+                                with A = V; D's SA (softmax) and USA (1/n) models with A = V = I
+:class:`ZeroTemperature`        B eq. (3): the beta -> infinity limit, x' = P_x M x / |B^T x|
+:class:`LayerMap`               A eq. (18): x <- N(x + (1/L) B_l[mu](x)), one step per layer
+==============================  =================================================================
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import torch
+
+from ._validate import as_tokens, check_beta, check_matrix, check_on_sphere, check_generator, check_positive
+from .attention import NORMALIZATIONS, attend, attention_field
+
+__all__ = [
+    "Euclidean",
+    "Rescaled",
+    "Sphere",
+    "ZeroTemperature",
+    "LayerMap",
+    "tangent_project",
+    "from_qkv",
+    "lora_post_layernorm",
+    "low_temperature",
+    "spectral",
+    "metastable",
+    "random_value_adapters",
+    "iterate_layers",
+]
+
+
+def tangent_project(X: torch.Tensor, F: torch.Tensor) -> torch.Tensor:
+    """``P_x F = F - <F, x> x`` token by token. X, F: (trials, n, d) -> (trials, n, d).
+
+    Examples
+    --------
+    >>> X = torch.tensor([[[1.0, 0.0]]]); F = torch.tensor([[[2.0, 3.0]]])
+    >>> tangent_project(X, F)
+    tensor([[[0., 3.]]])
+    """
+    return F - (F * X).sum(-1, keepdim=True) * X
+
+
+def _eye_like(d: int, X: torch.Tensor) -> torch.Tensor:
+    return torch.eye(d, dtype=X.dtype, device=X.device)
+
+
+def _cast(M: torch.Tensor | None, X: torch.Tensor) -> torch.Tensor | None:
+    return None if M is None else torch.as_tensor(M).to(device=X.device, dtype=X.dtype)
+
+
+def _check_params(model, X: torch.Tensor, names: tuple[str, ...]) -> None:
+    d, T = X.shape[-1], X.shape[0]
+    for name in names:
+        M = getattr(model, name)
+        if M is None:
+            continue
+        M = check_matrix(M, d, name)
+        if M.ndim == 3 and M.shape[0] not in (1, T):
+            raise ValueError(f"{name} has {M.shape[0]} trials but X has {T}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _AttentionModel:
+    A: torch.Tensor | None = None
+    V: torch.Tensor | None = None
+    beta: float = 1.0
+    normalization: str = "softmax"
+    backend: str = "auto"
+
+    on_sphere: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        check_beta(self.beta)
+        if self.normalization not in NORMALIZATIONS:
+            raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {self.normalization!r}")
+
+    def validate(self, X: torch.Tensor) -> torch.Tensor:
+        X = as_tokens(X, "x0")
+        _check_params(self, X, ("A", "V"))
+        if self.on_sphere:
+            check_on_sphere(X, "x0")
+        return X
+
+    def cast(self, X: torch.Tensor):
+        return dataclasses.replace(self, A=_cast(self.A, X), V=_cast(self.V, X))
+
+    def field(self, X: torch.Tensor) -> torch.Tensor:
+        """The attention field ``B[mu_X](x_i)`` (no projection). X: (trials, n, d)."""
+        return attention_field(X, self.A, self.V, self.beta, normalization=self.normalization, backend=self.backend)
+
+
+@dataclasses.dataclass(frozen=True)
+class Euclidean(_AttentionModel):
+    """Paper A eq. (6): ``x_i' = sum_j softmax_j(beta <A x_i, x_j>) V x_j`` in R^d.
+
+    Examples
+    --------
+    >>> m = Euclidean(V=torch.eye(2))
+    >>> m.vector_field(0.0, torch.tensor([[[1.0, 0.0]]]))
+    tensor([[[1., 0.]]])
+    """
+
+    def vector_field(self, t: float, X: torch.Tensor) -> torch.Tensor:
+        return self.field(X)
+
+
+@dataclasses.dataclass(frozen=True)
+class Rescaled(_AttentionModel):
+    """Paper A eq. (7): ``z = e^{-tV} x`` obeys ``z_i' = sum_j w_ij(t) V (z_j - z_i)``,
+    with weights ``softmax_j(beta <A e^{tV} z_i, e^{tV} z_j>)``. The field depends on t.
+
+    Examples
+    --------
+    >>> m = Rescaled(V=torch.eye(2))
+    >>> m.vector_field(0.0, torch.tensor([[[1.0, 0.0], [1.0, 0.0]]]))  # a cluster does not move
+    tensor([[[0., 0.],
+             [0., 0.]]])
+    """
+
+    def vector_field(self, t: float, X: torch.Tensor) -> torch.Tensor:
+        d = X.shape[-1]
+        V = self.V if self.V is not None else _eye_like(d, X)
+        Y = torch.matmul(X, torch.linalg.matrix_exp(t * V).transpose(-1, -2))  # e^{tV} z
+        q = Y if self.A is None else torch.matmul(Y, self.A.transpose(-1, -2))
+        VZ = torch.matmul(X, V.transpose(-1, -2))
+        return attend(q, Y, VZ, self.beta, normalization=self.normalization, backend=self.backend) - VZ
+
+
+@dataclasses.dataclass(frozen=True)
+class Sphere(_AttentionModel):
+    """Post-LayerNorm dynamics on the sphere: ``x_i' = P_{x_i} sum_j w_ij V x_j``.
+
+    Paper A eq. (8); paper B eq. (1) with ``A = B^T`` (B = Q^T K); paper C eq. (2.2) with
+    ``A = V = V^T``; paper D with ``A = V = I`` and normalization ``"softmax"`` (SA) or ``"usa"``.
+    Initial tokens must lie on the unit sphere.
+
+    Examples
+    --------
+    >>> m = Sphere(beta=1.0)
+    >>> X = torch.tensor([[[1.0, 0.0], [1.0, 0.0]]])
+    >>> m.vector_field(0.0, X)  # consensus is an equilibrium when V = I
+    tensor([[[0., 0.],
+             [0., 0.]]])
+    """
+
+    on_sphere: ClassVar[bool] = True
+
+    def vector_field(self, t: float, X: torch.Tensor) -> torch.Tensor:
+        return tangent_project(X, self.field(X))
+
+
+@dataclasses.dataclass(frozen=True)
+class ZeroTemperature:
+    """Paper B eq. (3), the beta -> infinity limit for a law with full support: every token moves
+    on its own, ``x' = P_x M x / |B^T x|`` with ``M = V B^T``.
+
+    Parameters
+    ----------
+    B : (d, d), ``Q^T K``; V : (d, d) value matrix.
+
+    Examples
+    --------
+    >>> m = ZeroTemperature(B=torch.eye(2), V=torch.diag(torch.tensor([2.0, 1.0])))
+    >>> m.vector_field(0.0, torch.tensor([[[0.6, 0.8]]])).round(decimals=4)
+    tensor([[[ 0.3840, -0.2880]]])
+    """
+
+    B: torch.Tensor
+    V: torch.Tensor
+
+    on_sphere: ClassVar[bool] = True
+
+    def validate(self, X: torch.Tensor) -> torch.Tensor:
+        X = as_tokens(X, "x0")
+        _check_params(self, X, ("B", "V"))
+        check_on_sphere(X, "x0")
+        if (torch.matmul(X, torch.as_tensor(self.B).to(X)).norm(dim=-1) < 1e-12).any():
+            raise ValueError("x0 has a token with B^T x = 0, where the zero-temperature flow is undefined")
+        return X
+
+    def cast(self, X: torch.Tensor) -> "ZeroTemperature":
+        return dataclasses.replace(self, B=_cast(self.B, X), V=_cast(self.V, X))
+
+    def vector_field(self, t: float, X: torch.Tensor) -> torch.Tensor:
+        BtX = torch.matmul(X, self.B)  # rows (B^T x_i)^T
+        MX = torch.matmul(BtX, self.V.transpose(-1, -2))  # rows (V B^T x_i)^T
+        return tangent_project(X, MX) / BtX.norm(dim=-1, keepdim=True)
+
+
+def from_qkv(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, beta: float = 1.0, *, geometry: str = "sphere", **kw):
+    """Build a model from query, key and value matrices, ``A = K^T Q``.
+
+    ``geometry`` is ``"euclidean"`` (eq. 6), ``"rescaled"`` (eq. 7) or ``"sphere"`` (eq. 8).
+
+    Examples
+    --------
+    >>> I = torch.eye(3)
+    >>> from_qkv(I, 2 * I, I).A[0, 0].item()
+    2.0
+    """
+    classes = {"euclidean": Euclidean, "rescaled": Rescaled, "sphere": Sphere}
+    if geometry not in classes:
+        raise ValueError(f"geometry must be one of {tuple(classes)}, got {geometry!r}")
+    Q, K = torch.as_tensor(Q), torch.as_tensor(K)
+    return classes[geometry](A=K.transpose(-1, -2) @ Q, V=torch.as_tensor(V), beta=beta, **kw)
+
+
+def lora_post_layernorm(A: torch.Tensor, V: torch.Tensor, beta: float = 1.0) -> Sphere:
+    """Paper A eq. (8) with ``A = K^T Q`` and value ``V``.
+
+    Examples
+    --------
+    >>> lora_post_layernorm(torch.eye(2), torch.eye(2)).on_sphere
+    True
+    """
+    return Sphere(A=torch.as_tensor(A), V=torch.as_tensor(V), beta=beta)
+
+
+def low_temperature(B: torch.Tensor, V: torch.Tensor, beta: float) -> Sphere:
+    """Paper B eq. (1): ``x_i' = P_{x_i} sum_j softmax_j(beta <x_i, B x_j>) V x_j`` (B = Q^T K).
+
+    Examples
+    --------
+    >>> low_temperature(torch.diag(torch.tensor([1.0, 2.0])), torch.eye(2), 10.0).A
+    tensor([[1., 0.],
+            [0., 2.]])
+    """
+    B = torch.as_tensor(B)
+    return Sphere(A=B.transpose(-1, -2), V=torch.as_tensor(V), beta=beta)
+
+
+def spectral(V: torch.Tensor, beta: float) -> Sphere:
+    """Paper C eq. (2.2): symmetric attention ``Q^T K = V = V^T``.
+
+    Raises ValueError if V is not symmetric.
+
+    Examples
+    --------
+    >>> spectral(torch.eye(2), 1.0).beta
+    1.0
+    """
+    V = torch.as_tensor(V)
+    if not torch.allclose(V, V.transpose(-1, -2), atol=1e-12 if V.dtype == torch.float64 else 1e-6):
+        raise ValueError("V must be symmetric for the spectral-selection model (Q^T K = V = V^T)")
+    return Sphere(A=V, V=V, beta=beta)
+
+
+def metastable(beta: float, normalization: str = "softmax") -> Sphere:
+    """Paper D: ``Q = K = V = I`` on the sphere, SA (``"softmax"``) or USA (``"usa"``, 1/n).
+
+    Examples
+    --------
+    >>> metastable(5.0, "usa").normalization
+    'usa'
+    """
+    return Sphere(A=None, V=None, beta=beta, normalization=normalization)
+
+
+# ----------------------------------------------------------------------------- depth-L layer map
+
+
+def random_value_adapters(
+    depth: int,
+    d: int,
+    rank: int,
+    s: float | torch.Tensor,
+    eta: float,
+    *,
+    trials: int = 1,
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """I.i.d. random value adapters (paper A, Assumption 4.1, eq. 19):
+    ``dV_l = eta * sum_{a=1}^r s_a u_a^l (v_a^l)^T`` with ``u_a^l, v_a^l ~ N(0, I_d / d)``.
+
+    Parameters
+    ----------
+    depth : number of layers L; d : dimension; rank : r, 1 <= r <= d.
+    s : scalar or (r,) positive singular-value weights; eta : scale eta_L (>= 0).
+    trials : independent draws; generator : explicit torch.Generator on ``device``.
+
+    Returns
+    -------
+    (trials, depth, d, d) tensor.
+
+    Examples
+    --------
+    >>> g = torch.Generator().manual_seed(0)
+    >>> random_value_adapters(4, 3, 2, 1.0, 0.5, trials=2, generator=g).shape
+    torch.Size([2, 4, 3, 3])
+    """
+    depth, d, rank, trials = int(depth), int(d), int(rank), int(trials)
+    if depth < 1:
+        raise ValueError(f"depth must be >= 1, got {depth}")
+    if not 1 <= rank <= d:
+        raise ValueError(f"rank must satisfy 1 <= rank <= d = {d}, got {rank}")
+    if trials < 1:
+        raise ValueError(f"trials must be >= 1, got {trials}")
+    check_positive(eta, "eta", strict=False)
+    device = torch.device(device) if device is not None else torch.device("cpu")
+    check_generator(generator, device)
+    s = torch.as_tensor(s, dtype=dtype, device=device).reshape(-1)
+    if s.numel() == 1:
+        s = s.expand(rank)
+    if s.numel() != rank or (s <= 0).any() or not torch.isfinite(s).all():
+        raise ValueError(f"s must be a positive scalar or {rank} positive numbers, got {s.tolist()}")
+    shape = (trials, depth, rank, d)
+    u = torch.randn(shape, generator=generator, dtype=dtype, device=device) / d**0.5
+    v = torch.randn(shape, generator=generator, dtype=dtype, device=device) / d**0.5
+    return eta * torch.einsum("tlai,a,tlaj->tlij", u, s, v)
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerMap:
+    """Paper A eq. (18): ``x_i^{l+1} = N(x_i^l + (1/L) B_{V_l, A}[mu_{X^l}](x_i^l))``, N(x) = x/|x|.
+
+    Parameters
+    ----------
+    A : (d, d) or (trials, d, d), shared by every layer (``A~^l = A``).
+    V : (d, d) or (trials, d, d), the base value matrix.
+    dV : (depth, d, d) or (trials, depth, d, d) per-layer adapters (``V_l = V + dV_l``); a (d, d)
+        tensor is a tied adapter used at every layer; None for the base model.
+    depth : L; required when dV is None or tied.
+    beta : inverse temperature.
+
+    Examples
+    --------
+    >>> m = LayerMap(A=torch.eye(2), V=torch.eye(2), depth=8)
+    >>> X = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])
+    >>> bool(torch.allclose(iterate_layers(m, X)[-1].norm(dim=-1), torch.ones(1, 2)))
+    True
+    """
+
+    A: torch.Tensor
+    V: torch.Tensor
+    dV: torch.Tensor | None = None
+    depth: int | None = None
+    beta: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_beta(self.beta)
+        L = self.n_layers
+        if L < 1:
+            raise ValueError(f"depth must be >= 1, got {L}")
+
+    @property
+    def n_layers(self) -> int:
+        if self.dV is not None and torch.as_tensor(self.dV).ndim >= 3:
+            L = torch.as_tensor(self.dV).shape[-3]
+            if self.depth is not None and self.depth != L:
+                raise ValueError(f"depth = {self.depth} but dV holds {L} layers")
+            return L
+        if self.depth is None:
+            raise ValueError("depth is required when dV is None or a single tied (d, d) adapter")
+        return int(self.depth)
+
+    def layer_value(self, layer: int, X: torch.Tensor) -> torch.Tensor:
+        """``V_l`` on X's device and dtype: (d, d) or (trials, d, d)."""
+        V = torch.as_tensor(self.V).to(X)
+        if self.dV is None:
+            return V
+        dV = torch.as_tensor(self.dV).to(X)
+        return V + (dV if dV.ndim == 2 else dV[..., layer, :, :])
+
+
+def iterate_layers(model: LayerMap, x0: torch.Tensor, *, save_every: int | None = None) -> torch.Tensor:
+    """Run the depth-L layer map (paper A eq. 18) from ``x0``.
+
+    Parameters
+    ----------
+    model : :class:`LayerMap`.
+    x0 : (trials, n, d) tokens on the unit sphere.
+    save_every : keep every k-th layer (default: only the input and the output).
+
+    Returns
+    -------
+    (S, trials, n, d): the states at layers 0, k, 2k, ..., and L.
+
+    Examples
+    --------
+    >>> m = LayerMap(A=torch.eye(2), V=torch.eye(2), depth=4)
+    >>> iterate_layers(m, torch.tensor([[[1.0, 0.0]]]), save_every=2).shape
+    torch.Size([3, 1, 1, 2])
+    """
+    X = as_tokens(x0, "x0")
+    check_on_sphere(X, "x0")
+    d, T = X.shape[-1], X.shape[0]
+    _check_params(model, X, ("A", "V"))
+    if model.dV is not None:
+        dV = torch.as_tensor(model.dV)
+        if dV.shape[-2:] != (d, d):
+            raise ValueError(f"dV must end in ({d}, {d}) to match d, got {tuple(dV.shape)}")
+        if dV.ndim == 4 and dV.shape[0] not in (1, T):
+            raise ValueError(f"dV has {dV.shape[0]} trials but x0 has {T}")
+    L = model.n_layers
+    if save_every is not None and save_every < 1:
+        raise ValueError(f"save_every must be >= 1, got {save_every}")
+    A = torch.as_tensor(model.A).to(X)
+    saved = [X]
+    for layer in range(L):
+        F = attention_field(X, A, model.layer_value(layer, X), model.beta)
+        Y = X + F / L
+        X = Y / Y.norm(dim=-1, keepdim=True)
+        if save_every is not None and (layer + 1) % save_every == 0 and layer + 1 != L:
+            saved.append(X)
+    saved.append(X)
+    return torch.stack(saved)

@@ -1,0 +1,1 @@
+"""Closed-form theory, one pure module per paper (consensus is shared)."""
