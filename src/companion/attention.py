@@ -148,9 +148,11 @@ def attention_field(
     X = as_tokens(X)
     beta = check_beta(beta)
     d = X.shape[-1]
-    q = X if A is None else torch.matmul(X, _mT(check_matrix(A, d, "A", like=X)))
-    v = X if V is None else torch.matmul(X, _mT(check_matrix(V, d, "V", like=X)))
+    A = None if A is None else check_matrix(A, d, "A", like=X)
+    V = None if V is None else check_matrix(V, d, "V", like=X)
     for name, M in (("A", A), ("V", V)):
         if M is not None and M.ndim == 3 and M.shape[0] not in (1, X.shape[0]):
             raise ValueError(f"{name} has {M.shape[0]} trials but X has {X.shape[0]}")
+    q = X if A is None else torch.matmul(X, _mT(A))
+    v = X if V is None else torch.matmul(X, _mT(V))
     return attend(q, X, v, beta, normalization=normalization, backend=backend, block_elements=block_elements)

@@ -22,6 +22,8 @@ def _sizes(trials: int, n: int, d: int) -> tuple[int, int, int]:
 
 
 def _device(device, generator) -> torch.device:
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
     device = torch.device(device) if device is not None else (generator.device if generator is not None else torch.device("cpu"))
     check_generator(generator, device)
     return device
