@@ -51,6 +51,26 @@ def _attend_block(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: float
     return out * torch.exp(log_scale)
 
 
+_SDPA_FUSED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: float) -> torch.Tensor:
+    """torch's fused attention with ``scale=beta``. q: (T, n, d), k: (T, m, d), v: (T, m, e) -> (T, n, e).
+
+    The fused kernels accept 4-D (batch, heads, length, dim) inputs only (3-D ones silently go
+    to the math kernel, which holds the whole (T, n, m) score matrix), and some want the head
+    dimension a multiple of 8: so one head is added and d, e are zero-padded (zeros change no
+    score and no output column).
+    """
+    def pad(x: torch.Tensor) -> torch.Tensor:
+        r = (-x.shape[-1]) % 8
+        return torch.nn.functional.pad(x, (0, r)) if r else x
+
+    e = v.shape[-1]
+    out = torch.nn.functional.scaled_dot_product_attention(pad(q)[:, None], pad(k)[:, None], pad(v)[:, None], scale=beta)
+    return out[:, 0, :, :e]
+
+
 def attend(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -91,7 +111,9 @@ def attend(
     T, n, _ = q.shape
     m = k.shape[-2]
     if backend == "auto":
-        if q.is_cuda and normalization == "softmax" and n * m >= 2**20:
+        # Fused CUDA kernels (flash, memory-efficient) take half/bfloat16/float32 only; float64 would
+        # fall back to the math kernel, which materialises every score, so it stays blocked.
+        if q.is_cuda and normalization == "softmax" and n * m >= 2**20 and q.dtype in _SDPA_FUSED_DTYPES:
             backend = "sdpa"
         elif T * n * m > block_elements:
             backend = "blocked"
@@ -100,7 +122,7 @@ def attend(
     if backend == "sdpa":
         if normalization != "softmax":
             raise ValueError("backend='sdpa' supports normalization='softmax' only")
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=beta)
+        return _sdpa(q, k, v, beta)
     if backend == "dense":
         return _attend_block(q, k, v, beta, normalization)
     b = max(1, block_elements // max(1, T * m))
