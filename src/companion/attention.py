@@ -36,7 +36,10 @@ def _attend_block(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: float
     """Dense attention for a block of queries. q: (T, b, d), k: (T, n, d), v: (T, n, e) -> (T, b, e)."""
     s = torch.matmul(q, _mT(k)).mul_(beta)  # (T, b, n)
     m = s.amax(dim=-1, keepdim=True)
-    w = torch.exp_(s.sub_(m))  # in place: the (T, b, n) block is the memory that matters
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        w = torch.exp(s - m)  # out of place: autograd (e.g. Jacobians) needs s and exp(s) intact
+    else:
+        w = torch.exp_(s.sub_(m))  # in place: the (T, b, n) block is the memory that matters
     z = w.sum(dim=-1, keepdim=True)
     out = torch.matmul(w, v)
     if normalization == "softmax":
