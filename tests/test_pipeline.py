@@ -1,0 +1,212 @@
+"""The book pipeline: chapters vs references, the claims ledger, the toc, the pins, the README.
+
+These checks are fast (no chapter is executed here; nbval does that in ``make test-nbval``).
+"""
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+import yaml
+
+from companion import ledger
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = ROOT / "book" / "chapters"
+MD = sorted(CHAPTERS.glob("*.md"))
+
+
+def _code(cells) -> list[str]:
+    return [c.source.strip() for c in cells if c.cell_type == "code"]
+
+
+def _ref(md: Path):
+    ipynb = md.with_suffix(".ipynb")
+    assert ipynb.exists(), f"{md.name} has no committed reference {ipynb.name}: run `make refresh CHAPTER={md.stem}`"
+    return nbformat.read(ipynb, as_version=4)
+
+
+# --------------------------------------------------------------------------- chapters vs references
+@pytest.mark.parametrize("md", MD, ids=[p.stem for p in MD])
+def test_reference_matches_source(md):
+    """The .ipynb reference was produced from the current .md: same code cells, in order."""
+    src = _code(jupytext.read(md).cells)
+    ref = _code(_ref(md).cells)
+    assert src == ref, (
+        f"book/chapters/{md.name} and its .ipynb disagree (code edited, reference not refreshed): "
+        f"run `make refresh CHAPTER={md.stem}`"
+    )
+
+
+@pytest.mark.parametrize("md", MD, ids=[p.stem for p in MD])
+def test_reference_is_executed(md):
+    """Every code cell of the reference ran (nbval never compares cells with execution_count None)."""
+    nb = _ref(md)
+    bad = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip() and c.get("execution_count") is None]
+    assert not bad, f"{md.stem}.ipynb: cells {bad} were never executed: run `make refresh CHAPTER={md.stem}`"
+    errors = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors, f"{md.stem}.ipynb: cells {errors} raised"
+
+
+@pytest.mark.parametrize("md", MD, ids=[p.stem for p in MD])
+def test_reference_has_no_figure_repr(md):
+    """Figure cells end with plt.show(): a '<Figure size ...>' text output changes between matplotlib versions."""
+    nb = _ref(md)
+    for c in nb.cells:
+        for o in c.get("outputs", []):
+            text = o.get("data", {}).get("text/plain", "") if "data" in o else ""
+            assert not ("image/png" not in o.get("data", {}) and str(text).startswith("<Figure size")), f"{md.stem}: bare {text!r}"
+
+
+def test_mismatch_is_detected(tmp_path):
+    """The check above can fail: an edited code cell differs from its stale reference."""
+    md = tmp_path / "x.md"
+    md.write_text("---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
+                  "kernelspec:\n  name: python3\n  display_name: Python 3\n---\n\n```{code-cell} ipython3\nprint(1)\n```\n")
+    nb = jupytext.read(md)
+    nbformat.write(nb, md.with_suffix(".ipynb"))
+    md.write_text(md.read_text().replace("print(1)", "print(2)"))
+    assert _code(jupytext.read(md).cells) != _code(_ref(md).cells)
+
+
+# --------------------------------------------------------------------------- the claims ledger
+def _record_cell_text(nb) -> str | None:
+    """Printed stdout of the cell that calls ledger.record( (None when the chapter records nothing)."""
+    cells = [c for c in nb.cells if c.cell_type == "code" and "ledger.record(" in c.source]
+    if not cells:
+        return None
+    assert len(cells) == 1, "one ledger.record( cell per chapter"
+    return "".join(o.get("text", "") for o in cells[0].get("outputs", []) if o.get("output_type") == "stream" and o.get("name") == "stdout")
+
+
+@pytest.mark.parametrize("md", MD, ids=[p.stem for p in MD])
+def test_ledger_json_is_what_the_chapter_prints(md):
+    """data/claims/<slug>.json is exactly what the reference notebook's record cell printed.
+
+    nbval proves the notebook is what the code produces; this proves the JSON is what it shows.
+    """
+    text = _record_cell_text(_ref(md))
+    path = ROOT / "data" / "claims" / f"{md.stem}.json"
+    if text is None:
+        assert not path.exists(), f"{path} exists but {md.name} never calls ledger.record("
+        return
+    assert path.exists(), f"{md.name} records claims but {path} is missing: run `make refresh CHAPTER={md.stem}`"
+    rows = json.loads(path.read_text())
+    assert text.rstrip("\n") == ledger.format_claims(rows), f"{path.name} differs from what {md.stem}.ipynb prints"
+
+
+def test_no_orphan_ledger_files():
+    for f in sorted((ROOT / "data" / "claims").glob("*.json")):
+        assert (CHAPTERS / f"{f.stem}.md").exists(), f"{f} belongs to no chapter"
+
+
+def test_assembled_ledger_is_current_and_valid():
+    path = ROOT / "data" / "claims.json"
+    assert path.exists(), "data/claims.json missing: run `make refresh CHAPTER=claims`"
+    rows = json.loads(path.read_text())
+    assert rows == ledger.load(), "data/claims.json is stale: run `make refresh CHAPTER=claims`"
+    ids = [r["id"] for r in rows]
+    assert len(ids) == len(set(ids)), "duplicate claim ids"
+    for r in rows:
+        assert set(r) == set(ledger.KEYS), f"{r.get('id')}: keys {sorted(r)}"
+        assert r["status"] in ledger.STATUSES and r["paper"] in ledger.PAPERS, r["id"]
+        assert (CHAPTERS / f"{r['chapter']}.md").exists(), f"{r['id']}: unknown chapter {r['chapter']}"
+        assert r["statement"].strip() and r["where"].strip(), r["id"]
+
+
+# --------------------------------------------------------------------------- toc, cache guard
+def test_toc_lists_the_chapters_present(pipeline):
+    toc = ROOT / "book" / "_toc.yml"
+    assert toc.read_text() == pipeline.toc_text(), "book/_toc.yml is stale: run `make toc`"
+    files = [e["file"] for e in yaml.safe_load(toc.read_text())["chapters"]]
+    assert sorted(f for f in files if f.startswith("chapters/")) == sorted(f"chapters/{p.stem}" for p in MD)
+    assert files[-1] == "api"
+
+
+def test_toc_order_and_missing_chapters(pipeline, tmp_path):
+    for s in ("status", "claims", "zeta_extra", "metastable", "introduction"):
+        (tmp_path / f"{s}.md").write_text("# x\n")
+    assert pipeline.chapter_slugs(tmp_path) == ["introduction", "metastable", "zeta_extra", "claims", "status"]
+    assert "chapters/stability" not in pipeline.toc_text(tmp_path)  # listed in ORDER, absent: left out
+
+
+def test_cache_guard_wipes_on_source_change(pipeline, tmp_path):
+    (tmp_path / "src" / "companion").mkdir(parents=True)
+    mod = tmp_path / "src" / "companion" / "m.py"
+    mod.write_text("x = 1\n")
+    (tmp_path / "pyproject.toml").write_text("[project]\n")
+    build = tmp_path / "_build"
+    assert not pipeline.guard(build, root=tmp_path)  # first run: nothing to wipe
+    (build / ".jupyter_cache").mkdir()
+    (build / ".doctrees").mkdir()
+    assert not pipeline.guard(build, root=tmp_path)  # unchanged inputs: cache kept
+    assert (build / ".jupyter_cache").exists()
+    mod.write_text("x = 2\n")
+    assert pipeline.guard(build, root=tmp_path)
+    assert not (build / ".jupyter_cache").exists() and not (build / ".doctrees").exists()
+    fp = pipeline.inputs_fingerprint(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'y'\n")
+    assert pipeline.inputs_fingerprint(tmp_path) != fp
+
+
+def test_ref_config_builds_from_references(pipeline, tmp_path):
+    cfg = yaml.safe_load(pipeline.ref_config(tmp_path / "c.yml").read_text())
+    assert cfg["execute"]["execute_notebooks"] == "off"
+    assert "chapters/*.md" in cfg["exclude_patterns"] and "**.ipynb" not in cfg["exclude_patterns"]
+    main = yaml.safe_load((ROOT / "book" / "_config.yml").read_text())
+    assert main["sphinx"]["config"]["nb_execution_raise_on_error"] is True
+    assert "_static" not in main["sphinx"]["config"]["mathjax_path"].replace("../", "")
+
+
+# --------------------------------------------------------------------------- pins
+def _pins_pyproject() -> dict[str, str]:
+    proj = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deps = list(proj["dependencies"]) + [d for g in proj["optional-dependencies"].values() for d in g]
+    return dict(d.split("==") for d in deps)
+
+
+def test_every_pin_is_exact():
+    proj = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deps = list(proj["dependencies"]) + [d for g in proj["optional-dependencies"].values() for d in g]
+    loose = [d for d in deps if not re.fullmatch(r"[A-Za-z0-9_.\-]+==[A-Za-z0-9_.+\-]+", d)]
+    assert not loose, f"not pinned exactly: {loose}"
+
+
+def test_environment_yml_mirrors_pyproject():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    conda = [d for d in env["dependencies"] if isinstance(d, str)]
+    assert "python=3.11" in conda
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    pins = dict(p.split("==") for p in pip if "==" in p)
+    assert pins == _pins_pyproject()
+    assert "-e ." in pip
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"].startswith(">=3.11")
+
+
+# --------------------------------------------------------------------------- README
+def test_readme_example_runs(tmp_path, monkeypatch, capsys):
+    """The README's reuse example is real code: it runs and prints what the README says it prints."""
+    text = (ROOT / "README.md").read_text()
+    m = re.search(r"<!-- tested-example -->\s*```python\n(.*?)```\s*\n(?:Prints|It prints):?\s*\n\s*```(?:text)?\n(.*?)```", text, re.S)
+    assert m, "README.md: the reuse example (<!-- tested-example --> python block + printed text block) is missing"
+    code, expected = m.group(1), m.group(2)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {"__name__": "__readme__"})
+    assert capsys.readouterr().out.strip() == expected.strip()
+
+
+def test_readme_lists_every_chapter():
+    text = (ROOT / "README.md").read_text()
+    for md in MD:
+        assert f"book/chapters/{md.name}" in text, f"README.md: no row for {md.name} in the Chapters table"
+
+
+def test_ci_entry_point():
+    run = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert run[0] == "#!/usr/bin/env bash" and "set -euo pipefail" in run and "make test" in run
+    assert (ROOT / ".ci" / "run").stat().st_mode & 0o111, ".ci/run must be executable"
