@@ -1,0 +1,178 @@
+"""The circle solver: Fourier/Bessel field against the pairwise field, model protocol, clusters."""
+import math
+
+import numpy as np
+import pytest
+import scipy.special
+import torch
+
+from companion.circle import (
+    Circle,
+    circle_cluster_count,
+    circle_clusters,
+    circle_field,
+    circle_field_dense,
+    circle_field_fourier,
+    circle_moments,
+    circular_distance,
+    fourier_truncation,
+    to_angles,
+    to_points,
+    uniform_angles,
+)
+
+
+def _rel(a, b):
+    return ((a - b).abs().max() / b.abs().max()).item()
+
+
+def _clustered(n, k, spread, g):
+    idx = torch.randint(0, k, (1, n, 1), generator=g)
+    return idx * (2 * math.pi / k) + 0.3 + spread * torch.randn(1, n, 1, generator=g, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("normalization", ["usa", "softmax"])
+@pytest.mark.parametrize("beta", [0.1, 1.0, 5.0, 20.0, 100.0])
+@pytest.mark.parametrize("n", [7, 60, 300, 1200])
+def test_fourier_equals_dense_uniform(beta, n, normalization):
+    g = torch.Generator().manual_seed(int(10 * beta) + n)
+    th = uniform_angles(2, n, generator=g)
+    assert _rel(circle_field_fourier(th, beta, normalization), circle_field_dense(th, beta, normalization)) < 1e-12
+
+
+@pytest.mark.parametrize("normalization", ["usa", "softmax"])
+@pytest.mark.parametrize("beta", [0.5, 5.0, 50.0])
+def test_fourier_equals_dense_clustered_and_spread_over_chunks(beta, normalization, monkeypatch):
+    # small chunks and no kept powers exercise the blocked two-pass path
+    import companion.circle as C
+
+    monkeypatch.setattr(C, "_CHUNK", 97)
+    monkeypatch.setattr(C, "_KEEP", 0)
+    g = torch.Generator().manual_seed(3)
+    th = _clustered(1000, 3, 0.05, g)
+    assert _rel(circle_field_fourier(th, beta, normalization), circle_field_dense(th, beta, normalization)) < 1e-12
+
+
+@pytest.mark.parametrize("normalization", ["usa", "softmax"])
+def test_far_apart_pairs_absolute_error(normalization):
+    # two far-apart tokens at beta = 100 interact with weight e^{-100 (1 - cos d)}: the series
+    # resolves the field only to ~eps times the kernel's scale (e^beta for USA, 1 for SA)
+    beta = 100.0
+    th = uniform_angles(4, 2, generator=torch.Generator().manual_seed(9))
+    err = (circle_field_fourier(th, beta, normalization) - circle_field_dense(th, beta, normalization)).abs().max().item()
+    scale = math.exp(beta) if normalization == "usa" else 1.0
+    assert err < 1e-13 * scale
+
+
+def test_dense_matches_the_vector_form_on_the_plane():
+    # independent route: project sum_j w_ij x_j on the tangent (-sin, cos) of x_i
+    g = torch.Generator().manual_seed(0)
+    th = uniform_angles(2, 40, generator=g)
+    X = to_points(th)
+    beta = 2.5
+    E = torch.exp(beta * X @ X.transpose(-1, -2))
+    tang = torch.cat([-torch.sin(th), torch.cos(th)], dim=-1)
+    for norm, w in [("usa", E / 40), ("softmax", E / E.sum(-1, keepdim=True))]:
+        ref = (tang * (w @ X)).sum(-1, keepdim=True)
+        assert torch.allclose(circle_field_dense(th, beta, norm), ref, rtol=1e-12, atol=1e-12)
+
+
+def test_truncation_bound_and_tolerance():
+    for beta in [0.3, 5.0, 40.0]:
+        K = fourier_truncation(beta)
+        k = np.arange(K + 1, 4 * K + 60)
+        tail = (2 / beta) * (k * scipy.special.ive(k, beta)).sum() / scipy.special.ive(0, beta)
+        assert tail <= 1e-16
+        # one mode fewer would break the bound
+        k2 = np.arange(K, 4 * K + 60)
+        t2 = max((2 / beta) * (k2 * scipy.special.ive(k2, beta)).sum(), 2 * scipy.special.ive(k2, beta).sum())
+        assert K == 1 or t2 / scipy.special.ive(0, beta) > 1e-16
+    assert fourier_truncation(5.0, 1e-6) < fourier_truncation(5.0, 1e-16)
+
+
+def test_truncated_series_error_is_the_dropped_tail():
+    # with too few modes the error is real: the check can fail
+    g = torch.Generator().manual_seed(1)
+    th = _clustered(500, 2, 0.01, g)
+    ref = circle_field_dense(th, 20.0)
+    assert _rel(circle_field_fourier(th, 20.0, K=5), ref) > 1e-3
+
+
+def test_moments_closed_form():
+    th = torch.tensor([[[0.0], [math.pi]]], dtype=torch.float64)
+    m = circle_moments(th, 4)
+    expected = torch.tensor([1, 0, 1, 0, 1], dtype=torch.complex128)
+    assert torch.allclose(m[0], expected, atol=1e-15)
+    g = torch.Generator().manual_seed(2)
+    th = uniform_angles(2, 333, generator=g)
+    m = circle_moments(th, 30)
+    ref = torch.exp(1j * torch.arange(31, dtype=torch.float64) * th).mean(1)
+    assert torch.allclose(m, ref, atol=1e-13)
+
+
+def test_two_tokens_closed_form():
+    d = 0.7
+    th = torch.tensor([[[0.0], [d]]], dtype=torch.float64)
+    beta = 3.0
+    v = circle_field_fourier(th, beta, "usa")[0, :, 0]
+    expected = math.exp(beta * math.cos(d)) * math.sin(d) / 2  # token 0 moves towards token 1
+    assert v[0].item() == pytest.approx(expected, rel=1e-13)
+    assert v[1].item() == pytest.approx(-expected, rel=1e-13)
+
+
+def test_symmetric_configuration_is_stationary():
+    th = (torch.arange(4, dtype=torch.float64) * math.pi / 2 + 0.2).reshape(1, 4, 1)
+    for norm in ["usa", "softmax"]:
+        v = circle_field_fourier(th, 7.0, norm)
+        assert v.abs().max().item() < 1e-12 * math.exp(7.0)
+
+
+def test_float32_follows_input():
+    th = uniform_angles(1, 100, generator=torch.Generator().manual_seed(0), dtype=torch.float32)
+    v = circle_field_fourier(th, 2.0)
+    assert v.dtype == torch.float32
+    assert _rel(v.double(), circle_field_dense(th.double(), 2.0)) < 1e-4
+
+
+def test_model_protocol_and_euler_step():
+    m = Circle(4.0, "softmax")
+    assert m.on_sphere is False
+    th = uniform_angles(2, 50, generator=torch.Generator().manual_seed(5))
+    assert m.validate(th[0]).shape == (1, 50, 1)
+    dense = Circle(4.0, "softmax", method="dense")
+    assert torch.allclose(m.vector_field(0.0, th), dense.vector_field(0.0, th), rtol=0, atol=1e-12)
+
+
+def test_bad_input_raises():
+    th = torch.zeros(1, 3, 1, dtype=torch.float64)
+    with pytest.raises(ValueError, match="normalization"):
+        circle_field(th, 1.0, "bogus")
+    with pytest.raises(ValueError, match="beta"):
+        circle_field(th, -1.0)
+    with pytest.raises(ValueError, match="beta"):
+        circle_field(th, 800.0, "usa")
+    with pytest.raises(ValueError, match=r"\(trials, n, 1\)"):
+        circle_field(torch.zeros(1, 3, 2), 1.0)
+    with pytest.raises(TypeError):
+        circle_field(np.zeros((1, 3, 1)), 1.0)
+    with pytest.raises(ValueError, match="non-finite"):
+        circle_field(torch.full((1, 3, 1), float("nan")), 1.0)
+    with pytest.raises(ValueError, match="method"):
+        Circle(1.0, method="fft")
+    with pytest.raises(ValueError, match="K"):
+        circle_field_fourier(th, 1.0, K=0)
+
+
+def test_angles_points_roundtrip():
+    th = uniform_angles(1, 20, generator=torch.Generator().manual_seed(0))
+    back = to_angles(to_points(th))
+    assert float(circular_distance(back.numpy(), th.numpy()).max()) < 1e-12
+
+
+def test_clusters():
+    g = torch.Generator().manual_seed(0)
+    th = _clustered(3000, 4, 0.01, g)
+    c, w = circle_clusters(th)
+    assert c.size == 4 and 0.95 < w.sum() <= 1
+    assert float(circular_distance(np.sort(c), np.sort((0.3 + np.arange(4) * np.pi / 2) % (2 * np.pi))).max()) < 0.01
+    assert circle_cluster_count(uniform_angles(1, 5000, generator=g)) == 0
