@@ -1,0 +1,136 @@
+"""Work against precision on the paper-C Figure 2 ensemble (issue 10). Not a test: prints ratios.
+
+Ensemble: 200 trials x 80 tokens on S^2, beta = 1, V = diag(1, 0.5, -0.3) (lambda_1 > max |lambda_k|),
+uniform initial tokens, T = 10. A float64 RK4 solution at dt = 1e-3 is the reference.
+
+For the package's integrators (Euler, RK4, Dormand-Prince 5(4)) at several steps or tolerances it
+prints wall time and the maximum final-state error against the reference; then the same for a plain
+numpy implementation in the style of the authors' scripts (one trial at a time, vectorised over
+tokens, explicit Euler then renormalise), which runs ONE trial at the step that reaches a final error
+of about 1e-4 and is scaled by the trial count (trials are independent). The last line is
+``speedup <ratio>``: the authors' style time to reach a final error of 1e-4 over the package's time
+for the same error (the cheapest package run with error <= 1e-4).
+
+Usage: python bench/ensemble.py [--quick]   (--quick: 40 trials, a coarser reference; for smoke runs)
+"""
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+from companion import init, models, simulate
+from companion.attention import attention_field
+
+V_DIAG = (1.0, 0.5, -0.3)
+BETA, T_END, N, D = 1.0, 10.0, 80, 3
+
+
+def timed(fn, repeat: int = 1):
+    best = float("inf")
+    out = None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return out, best
+
+
+def numpy_euler_one_trial(x0: np.ndarray, V: np.ndarray, beta: float, dt: float, T: float) -> np.ndarray:
+    """The authors' style: explicit Euler, vectorised over tokens, renormalise each step."""
+    x = x0.copy()
+    for _ in range(int(round(T / dt))):
+        s = beta * (x @ V) @ x.T
+        w = np.exp(s - s.max(axis=1, keepdims=True))
+        w /= w.sum(axis=1, keepdims=True)
+        f = w @ (x @ V.T)
+        f -= (f * x).sum(axis=1, keepdims=True) * x
+        x = x + dt * f
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+    return x
+
+
+def peak_memory_subprocess(n: int) -> float:
+    """Peak resident memory (GB) added by one float32 field evaluation at n tokens, d = 3."""
+    code = (
+        "import resource, torch; from companion.attention import attention_field;"
+        f"X = torch.nn.functional.normalize(torch.randn(1, {n}, 3, generator=torch.Generator().manual_seed(0)), dim=-1);"
+        "r0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss;"
+        "F = attention_field(X, beta=1.0); assert torch.isfinite(F).all();"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r0) / 2**20)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="40 trials and a dt = 1e-2 reference (smoke run)")
+    args = ap.parse_args()
+    trials = 40 if args.quick else 200
+    ref_dt = 1e-2 if args.quick else 1e-3
+    torch.set_num_threads(2)
+    V = torch.diag(torch.tensor(V_DIAG, dtype=torch.float64))
+    model = models.spectral(V, BETA)
+    x0 = init.uniform_sphere(trials, N, D, generator=torch.Generator().manual_seed(0))
+    print(f"ensemble: {trials} trials x {N} tokens, d = {D}, beta = {BETA}, V = diag{V_DIAG}, T = {T_END}")
+
+    ref, t_ref = timed(lambda: simulate(model, x0, T_END, method="rk4", dt=ref_dt).final)
+    print(f"reference: float64 RK4 dt = {ref_dt:g}: {t_ref:.1f} s")
+
+    rows = []
+    runs = [("euler", dict(dt=d)) for d in (1e-1, 1e-2)]
+    runs += [("rk4", dict(dt=d)) for d in (0.5, 0.2, 0.1)]
+    runs += [("dopri5", dict(rtol=r, atol=r * 1e-2)) for r in (1e-4, 1e-6, 1e-8)]
+    for method, kw in runs:
+        for dtype in (torch.float64, torch.float32):
+            xs = x0.to(dtype)
+            sol, t = timed(lambda: simulate(model, xs, T_END, method=method, **kw), repeat=2 if method != "euler" else 1)
+            err = (sol.final.double() - ref).abs().max().item()
+            label = ", ".join(f"{k}={v:g}" for k, v in kw.items())
+            rows.append((f"companion {method} ({label}) {str(dtype)[6:]}", t, err, sol.stats["evaluations"]))
+    print(f"{'run':<52} {'time s':>9} {'max err':>10} {'field evals':>12}")
+    for name, t, err, nfe in rows:
+        print(f"{name:<52} {t:9.3f} {err:10.2e} {nfe:12d}")
+
+    # The authors' style, one trial, at the step that reaches ~1e-4 (Euler's error ~ C dt: fit C first).
+    Vn = V.numpy()
+    x1 = x0[0].numpy()
+    errs = {}
+    for dt in (1e-2, 5e-3):
+        errs[dt] = np.abs(numpy_euler_one_trial(x1, Vn, BETA, dt, T_END) - ref[0].numpy()).max()
+    C = np.mean([e / dt for dt, e in errs.items()])
+    dt_target = 1e-4 / C
+    dt_run = T_END / int(np.ceil(T_END / dt_target))
+    x_np, t_np1 = timed(lambda: numpy_euler_one_trial(x1, Vn, BETA, dt_run, T_END))
+    err_np = np.abs(x_np - ref[0].numpy()).max()
+    t_np = t_np1 * trials
+    print(f"authors' style numpy Euler, one trial: error/dt constant {C:.2f}, dt = {dt_run:.2e}, error {err_np:.2e}, "
+          f"{t_np1:.1f} s -> x {trials} trials = {t_np:.0f} s")
+
+    ok = [(t, name) for name, t, err, _ in rows if err <= 1e-4]
+    t_pkg, name_pkg = min(ok)
+    print(f"package, cheapest run with error <= 1e-4: {name_pkg}: {t_pkg:.3f} s")
+
+    # Share of the machine's exp throughput reached by one float32 field evaluation.
+    X32 = x0.float()
+    Vf = V.float()
+    n_exp = trials * N * N
+    flat = torch.rand(n_exp, generator=torch.Generator().manual_seed(1))
+    _, t_exp = timed(lambda: torch.exp(flat), repeat=50)
+    _, t_field = timed(lambda: attention_field(X32, Vf, Vf, BETA), repeat=50)
+    print(f"exp throughput: {n_exp / t_exp / 1e9:.2f} Gexp/s; one field evaluation {t_field * 1e3:.2f} ms; "
+          f"share of exp throughput {100 * t_exp / t_field:.0f} %")
+
+    mem = peak_memory_subprocess(100_000)
+    print(f"peak memory of one field evaluation at n = 1e5, d = 3 (float32, blocked): {mem:.2f} GB")
+    print(f"speedup {t_np / t_pkg:.0f}")
+
+
+if __name__ == "__main__":
+    main()
