@@ -1,0 +1,393 @@
+"""Closed-form theory of paper C (Kuehn & Yoon, *Spectral selection in symmetric self-attention*).
+
+Model (2.2): ``x_i' = P_{x_i} sum_j K_ij V x_j`` with ``K_ij = softmax_j(beta <x_i, V x_j>)`` and
+``V = V^T = sum_k lambda_k e_k e_k^T``. In modal coordinates ``c_ik = <x_i, e_k>`` (Section 3)
+
+    f_ik = sum_j K_ij c_jk,   phi_i = sum_m lambda_m c_im f_im,   c_ik' = lambda_k f_ik - phi_i c_ik.
+
+Pure-mode equilibria ``x_i* = s_i e_p`` (Section 5) with ``n_+`` tokens at ``+e_p`` and ``n_-`` at
+``-e_p`` linearise, mode by mode for every ``k != p``, into ``-gamma_+`` (multiplicity n_+ - 1),
+``-gamma_-`` (multiplicity n_- - 1) and the 2x2 mean block ``B_k`` (appendix A.2). This module
+gives those pieces, Remark 5.3's ``sigma(c, r)``, the criteria of Proposition 5.1 and Theorem 5.2
+(as stated, and the block criterion that also covers single-token groups), the balanced-bipolar
+coefficient ``alpha(M) = tanh(beta M)`` and the Theorem 6.1 cone bound.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+
+from .._validate import as_tokens, check_beta, check_positive
+
+__all__ = [
+    "c_beta",
+    "sigma",
+    "gammas",
+    "sign_split_weights",
+    "mean_block",
+    "sign_split_spectrum",
+    "homogeneous_stable",
+    "sign_split_stable_theorem",
+    "sign_split_stable_blocks",
+    "modal_rhs",
+    "bipolar_alpha",
+    "bipolar_dM",
+    "cone_ratio_bound",
+    "threshold_beta",
+]
+
+
+def _counts(n_plus: int, n_minus: int) -> tuple[int, int]:
+    for name, v in (("n_plus", n_plus), ("n_minus", n_minus)):
+        if int(v) != v or v < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
+    if n_plus + n_minus < 1:
+        raise ValueError("n_plus + n_minus must be >= 1")
+    return int(n_plus), int(n_minus)
+
+
+def _lambdas(lambdas: Sequence[float] | torch.Tensor, p: int) -> torch.Tensor:
+    lam = torch.as_tensor(lambdas, dtype=torch.float64).reshape(-1)
+    if lam.numel() < 2:
+        raise ValueError(f"lambdas must hold at least two eigenvalues, got {lam.numel()}")
+    if not torch.isfinite(lam).all():
+        raise ValueError("lambdas has non-finite entries")
+    if int(p) != p or not 0 <= p < lam.numel():
+        raise ValueError(f"p must be an index in [0, {lam.numel()}), got {p!r}")
+    return lam
+
+
+def c_beta(lambda_p: float, beta: float) -> float:
+    """``c_beta(lambda_p) = exp(2 beta lambda_p)`` (Theorem 5.2).
+
+    Examples
+    --------
+    >>> round(c_beta(0.5, 1.0), 6)
+    2.718282
+    """
+    beta = check_beta(beta)
+    return math.exp(2.0 * beta * float(lambda_p))
+
+
+def sigma(c: float | torch.Tensor, r: float | torch.Tensor) -> float | torch.Tensor:
+    """Remark 5.3: ``sigma(c, r) = (c - r)(c r - 1) / (r (c^2 - 1))``.
+
+    For ``r = 1`` it equals ``(c - 1)/(c + 1) = tanh(beta lambda_p)`` when ``c = e^{2 beta lambda_p}``.
+    Undefined at ``c = 1`` (``lambda_p = 0``).
+
+    Parameters
+    ----------
+    c : > 0, != 1 (float or tensor); r : ``n_+ / n_-`` > 0 (float or tensor, broadcast with c).
+
+    Returns
+    -------
+    float if both inputs are floats, else a float64 tensor.
+
+    Examples
+    --------
+    >>> round(sigma(math.exp(2.0), 1.0), 6) == round(math.tanh(1.0), 6)
+    True
+    >>> sigma(2.0, 2.0)  # the threshold beta = |ln r| / 2 for lambda_p = 1
+    0.0
+    """
+    scalar = not isinstance(c, torch.Tensor) and not isinstance(r, torch.Tensor)
+    ct = torch.as_tensor(c, dtype=torch.float64)
+    rt = torch.as_tensor(r, dtype=torch.float64)
+    if not torch.isfinite(ct).all() or (ct <= 0).any():
+        raise ValueError("c must be finite and > 0")
+    if not torch.isfinite(rt).all() or (rt <= 0).any():
+        raise ValueError("r must be finite and > 0")
+    if (ct == 1).any():
+        raise ValueError("sigma(c, r) is undefined at c = 1 (lambda_p = 0)")
+    out = (ct - rt) * (ct * rt - 1) / (rt * (ct * ct - 1))
+    return float(out) if scalar else out
+
+
+def threshold_beta(r: float, lambda_p: float = 1.0) -> float:
+    """Where the sign-split window opens: ``beta = |ln r| / (2 |lambda_p|)``, i.e. ``sigma = 0``.
+
+    Examples
+    --------
+    >>> round(threshold_beta(4.0), 6)
+    0.693147
+    """
+    r = check_positive(r, "r")
+    if lambda_p == 0:
+        raise ValueError("lambda_p must be non-zero")
+    return abs(math.log(r)) / (2.0 * abs(float(lambda_p)))
+
+
+def sign_split_weights(lambda_p: float, beta: float, n_plus: int, n_minus: int) -> tuple[float, float, float, float]:
+    """Attention weights at ``x_i* = s_i e_p``: ``(a_+, b_+, a_-, b_-)`` (Section 5.2).
+
+    ``a_+`` is the weight of a same-sign token seen from ``S_+``, ``b_+`` of an opposite-sign one;
+    likewise for ``S_-``. Rows sum to one: ``n_+ a_+ + n_- b_+ = 1``.
+
+    Examples
+    --------
+    >>> a, b, _, _ = sign_split_weights(1.0, 1.0, 2, 2)
+    >>> round(2 * a + 2 * b, 12)
+    1.0
+    """
+    beta = check_beta(beta)
+    n_plus, n_minus = _counts(n_plus, n_minus)
+    e, f = math.exp(beta * lambda_p), math.exp(-beta * lambda_p)
+    zp, zm = n_plus * e + n_minus * f, n_minus * e + n_plus * f
+    return e / zp, f / zp, e / zm, f / zm
+
+
+def gammas(lambda_p: float, beta: float, n_plus: int, n_minus: int) -> tuple[float, float]:
+    """``gamma_+ = lambda_p (r c - 1)/(r c + 1)``, ``gamma_- = lambda_p (c - r)/(c + r)``,
+    ``c = e^{2 beta lambda_p}``, ``r = n_+/n_-`` (computed from the weights, so n_- = 0 is allowed:
+    the homogeneous state, ``gamma_+ = lambda_p``).
+
+    Examples
+    --------
+    >>> [round(g, 6) for g in gammas(1.0, 1.0, 3, 3)] == [round(math.tanh(1.0), 6)] * 2
+    True
+    """
+    a_p, b_p, a_m, b_m = sign_split_weights(lambda_p, beta, n_plus, n_minus)
+    return lambda_p * (n_plus * a_p - n_minus * b_p), lambda_p * (n_minus * a_m - n_plus * b_m)
+
+
+def mean_block(lambda_k: float, lambda_p: float, beta: float, n_plus: int, n_minus: int) -> torch.Tensor:
+    """The 2x2 block ``B_k`` acting on the group means ``(ybar_+, ybar_-)`` of mode k (appendix A.2).
+
+    Returns
+    -------
+    (2, 2) float64 tensor.
+
+    Examples
+    --------
+    >>> B = mean_block(0.0, 1.0, 1.0, 2, 2)  # lambda_k = 0: the block is -diag(gamma_+, gamma_-)
+    >>> bool(torch.allclose(B, -math.tanh(1.0) * torch.eye(2, dtype=torch.float64)))
+    True
+    """
+    a_p, b_p, a_m, b_m = sign_split_weights(lambda_p, beta, n_plus, n_minus)
+    g_p, g_m = gammas(lambda_p, beta, n_plus, n_minus)
+    lk = float(lambda_k)
+    return torch.tensor(
+        [[lk * n_plus * a_p - g_p, lk * n_minus * b_p], [lk * n_plus * b_m, lk * n_minus * a_m - g_m]],
+        dtype=torch.float64,
+    )
+
+
+def sign_split_spectrum(lambdas: Sequence[float] | torch.Tensor, p: int, beta: float, n_plus: int, n_minus: int) -> torch.Tensor:
+    """Every eigenvalue of the linearisation at ``x_i* = s_i e_p`` on the tangent space, from the
+    invariant decomposition of appendix A.2: for each ``k != p``, ``-gamma_+`` (n_+ - 1 times),
+    ``-gamma_-`` (n_- - 1 times) and the two eigenvalues of ``B_k``. ``n_minus = 0`` gives the
+    homogeneous state (Section 5.1).
+
+    Returns
+    -------
+    (n (d - 1),) complex128 tensor, sorted by (real, imag).
+
+    Examples
+    --------
+    >>> ev = sign_split_spectrum([1.0, 0.5], 0, 1.0, 2, 0)  # homogeneous: -lambda_p and lambda_k - lambda_p
+    >>> ev.real.tolist()
+    [-1.0, -0.5]
+    """
+    lam = _lambdas(lambdas, p)
+    beta = check_beta(beta)
+    n_plus, n_minus = _counts(n_plus, n_minus)
+    g_p, g_m = gammas(float(lam[p]), beta, n_plus, n_minus)
+    out: list[complex] = []
+    for k in range(lam.numel()):
+        if k == p:
+            continue
+        out += [complex(-g_p)] * max(n_plus - 1, 0) + [complex(-g_m)] * max(n_minus - 1, 0)
+        if n_plus and n_minus:
+            out += torch.linalg.eigvals(mean_block(float(lam[k]), float(lam[p]), beta, n_plus, n_minus)).tolist()
+        else:  # one group: the mean block is the scalar lambda_k - gamma
+            out.append(complex(float(lam[k]) - (g_p if n_plus else g_m)))
+    ev = torch.tensor(out, dtype=torch.complex128)
+    key = sorted(range(len(out)), key=lambda i: (ev[i].real.item(), ev[i].imag.item()))
+    return ev[key]
+
+
+def homogeneous_stable(lambdas: Sequence[float] | torch.Tensor, p: int) -> bool:
+    """Proposition 5.1 (n >= 2 tokens): ``x_i* = e_p`` is stable iff ``lambda_p > 0`` and
+    ``lambda_k < lambda_p`` for all ``k != p``.
+
+    Examples
+    --------
+    >>> homogeneous_stable([1.0, 0.5, -2.0], 0), homogeneous_stable([-1.0, -2.0], 0)
+    (True, False)
+    """
+    lam = _lambdas(lambdas, p)
+    others = torch.cat([lam[:p], lam[p + 1 :]])
+    return bool(lam[p] > 0 and (others < lam[p]).all())
+
+
+def sign_split_stable_theorem(lambdas: Sequence[float] | torch.Tensor, p: int, beta: float, n_plus: int, n_minus: int) -> bool:
+    """Theorem 5.2 as stated (``n_+, n_- >= 1``), ``c = e^{2 beta lambda_p}``, ``r = n_+/n_-``:
+
+    * ``lambda_p > 0``: stable iff ``lambda_p > |ln r|/(2 beta)`` and ``lambda_k < lambda_p sigma(c, r)``;
+    * ``lambda_p < 0``: stable iff ``lambda_p < -|ln r|/(2 beta)`` and
+      ``lambda_p < lambda_k < lambda_p sigma(c, r)``, for every ``k != p``.
+
+    ``lambda_p = 0`` is never stable (sigma undefined; the within-group rates vanish).
+
+    Examples
+    --------
+    >>> sign_split_stable_theorem([1.0, 0.5], 0, 2.0, 2, 2)   # 0.5 < tanh(2) = 0.96
+    True
+    >>> sign_split_stable_theorem([-1.0, -0.5], 0, 2.0, 2, 2)  # -1 < -0.5 < lambda_p tanh(beta lambda_p) = 0.96
+    True
+    >>> sign_split_stable_theorem([-1.0, -1.5], 0, 2.0, 2, 2)  # lambda_k below lambda_p
+    False
+    """
+    lam = _lambdas(lambdas, p)
+    beta = check_beta(beta)
+    n_plus, n_minus = _counts(n_plus, n_minus)
+    if n_plus == 0 or n_minus == 0:
+        raise ValueError("a sign-split state needs n_plus >= 1 and n_minus >= 1 (use homogeneous_stable)")
+    lp = float(lam[p])
+    if lp == 0:
+        return False
+    r = n_plus / n_minus
+    s = lp * sigma(math.exp(2 * beta * lp), r)
+    others = torch.cat([lam[:p], lam[p + 1 :]])
+    thr = abs(math.log(r)) / (2 * beta)
+    if lp > 0:
+        return bool(lp > thr and (others < s).all())
+    return bool(lp < -thr and (others > lp).all() and (others < s).all())
+
+
+def sign_split_stable_blocks(lambdas: Sequence[float] | torch.Tensor, p: int, beta: float, n_plus: int, n_minus: int) -> bool:
+    """Stability from the invariant decomposition itself (the singleton caveat built in):
+    ``gamma_+ > 0`` only if ``n_+ >= 2``, ``gamma_- > 0`` only if ``n_- >= 2``, and every mean block
+    ``B_k`` (``k != p``) Hurwitz (trace < 0, det > 0). Agrees with Theorem 5.2 when both groups hold
+    at least two tokens.
+
+    Examples
+    --------
+    >>> sign_split_stable_blocks([1.0, 0.5], 0, 2.0, 2, 2)
+    True
+    >>> # one token at +e_1 against four at -e_1 with beta = 0.5: the theorem's |ln r|/(2 beta) = 1.39
+    >>> # exceeds lambda_p = 1, yet the singleton has no within-group mode
+    >>> sign_split_stable_theorem([1.0, -0.5], 0, 0.5, 1, 4), sign_split_stable_blocks([1.0, -0.5], 0, 0.5, 1, 4)
+    (False, True)
+    """
+    lam = _lambdas(lambdas, p)
+    beta = check_beta(beta)
+    n_plus, n_minus = _counts(n_plus, n_minus)
+    if n_plus == 0 or n_minus == 0:
+        raise ValueError("a sign-split state needs n_plus >= 1 and n_minus >= 1 (use homogeneous_stable)")
+    lp = float(lam[p])
+    g_p, g_m = gammas(lp, beta, n_plus, n_minus)
+    if (n_plus >= 2 and g_p <= 0) or (n_minus >= 2 and g_m <= 0):
+        return False
+    for k in range(lam.numel()):
+        if k == p:
+            continue
+        B = mean_block(float(lam[k]), lp, beta, n_plus, n_minus)
+        if not (torch.trace(B) < 0 and torch.linalg.det(B) > 0):
+            return False
+    return True
+
+
+def modal_rhs(C: torch.Tensor, lambdas: torch.Tensor, beta: float) -> torch.Tensor:
+    """Right-hand side of the modal system (Section 3): ``c_ik' = lambda_k f_ik - phi_i c_ik`` with
+    ``K_ij = softmax_j(beta sum_k lambda_k c_ik c_jk)``, ``f_ik = sum_j K_ij c_jk`` and
+    ``phi_i = sum_m lambda_m c_im f_im``. Written on its own from the modal formulas (it does not call
+    the attention field), so it is a second method for the dynamics.
+
+    Parameters
+    ----------
+    C : (trials, n, d) modal coordinates; lambdas : (d,) eigenvalues; beta : > 0.
+
+    Returns
+    -------
+    (trials, n, d), C's dtype and device.
+
+    Examples
+    --------
+    >>> C = torch.tensor([[[1.0, 0.0], [-1.0, 0.0]]], dtype=torch.float64)  # a pure mode is at rest
+    >>> modal_rhs(C, torch.tensor([1.0, 0.5]), 1.0).abs().max().item()
+    0.0
+    """
+    C = as_tokens(C, "C")
+    beta = check_beta(beta)
+    lam = torch.as_tensor(lambdas).to(C).reshape(-1)
+    if lam.numel() != C.shape[-1]:
+        raise ValueError(f"lambdas must have d = {C.shape[-1]} entries, got {lam.numel()}")
+    K = torch.softmax(beta * (C * lam) @ C.transpose(-1, -2), dim=-1)  # (trials, n, n)
+    f = K @ C
+    phi = (lam * C * f).sum(-1, keepdim=True)
+    return lam * f - phi * C
+
+
+def bipolar_alpha(M: float | torch.Tensor, beta: float, n_plus: int = 1, n_minus: int = 1) -> float | torch.Tensor:
+    """Coefficient ``alpha`` of the bipolar reduction ``u' = alpha (V u - M u)``, ``M = <u, V u>``.
+
+    For the balanced manifold (n_+ = n_-) it is ``tanh(beta M)`` (Section 4.2). For unbalanced groups
+    it differs between the groups (then u(t) is not shared and the manifold is not invariant); the
+    balanced value is returned only when ``n_plus == n_minus``.
+
+    Examples
+    --------
+    >>> round(bipolar_alpha(0.5, 2.0), 6) == round(math.tanh(1.0), 6)
+    True
+    """
+    beta = check_beta(beta)
+    n_plus, n_minus = _counts(n_plus, n_minus)
+    if n_plus != n_minus:
+        raise ValueError(f"the bipolar manifold is invariant only when balanced, got n_plus={n_plus}, n_minus={n_minus}")
+    if isinstance(M, torch.Tensor):
+        return torch.tanh(beta * M)
+    return math.tanh(beta * float(M))
+
+
+def bipolar_dM(p: torch.Tensor, lambdas: torch.Tensor, beta: float) -> torch.Tensor:
+    """Lemma 4.4: ``M' = 2 alpha(M) sum_k p_k (lambda_k - M)^2`` with ``M = sum_k lambda_k p_k``.
+
+    Parameters
+    ----------
+    p : (..., d) modal masses of u; lambdas : (d,).
+
+    Returns
+    -------
+    (...,) tensor.
+
+    Examples
+    --------
+    >>> bipolar_dM(torch.tensor([1.0, 0.0]), torch.tensor([1.0, -1.0]), 1.0)  # pure mode: at rest
+    tensor(0.)
+    """
+    beta = check_beta(beta)
+    lam = torch.as_tensor(lambdas).to(p)
+    M = (p * lam).sum(-1)
+    return 2 * torch.tanh(beta * M) * (p * (lam - M.unsqueeze(-1)) ** 2).sum(-1)
+
+
+def cone_ratio_bound(R0: torch.Tensor, delta: float | torch.Tensor, lambda_1: float, lambda_k: float | torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """Theorem 6.1: ``R_k(t) <= R_k(0) exp(-delta (lambda_1 - |lambda_k|) t)``, valid when
+    ``lambda_1 > |lambda_k|`` and ``c_i1(0) >= delta > 0`` for every token.
+
+    Parameters
+    ----------
+    R0 : (...,) initial ratios ``max_i |c_ik / c_i1|``; delta : scalar or broadcastable to R0;
+    lambda_1 : leading eigenvalue; lambda_k : broadcastable to R0; t : (T,) times.
+
+    Returns
+    -------
+    (T, ...) bound.
+
+    Examples
+    --------
+    >>> cone_ratio_bound(torch.tensor(1.0), 0.5, 1.0, 0.0, torch.tensor([0.0, 2.0]))
+    tensor([1.0000, 0.3679])
+    """
+    R0 = torch.as_tensor(R0)
+    t = torch.as_tensor(t).to(R0).reshape((-1,) + (1,) * R0.ndim)
+    lk = torch.as_tensor(lambda_k).to(R0)
+    dl = torch.as_tensor(delta).to(R0)
+    if (lk.abs() >= lambda_1).any():
+        raise ValueError("Theorem 6.1 needs lambda_1 > |lambda_k| for every k >= 2")
+    if (dl <= 0).any():
+        raise ValueError("delta must be > 0 (one-sided cone data)")
+    return R0 * torch.exp(-dl * (lambda_1 - lk.abs()) * t)
