@@ -1,0 +1,478 @@
+"""Chapter "phase_transitions": paper A, Section 4 (norm transition, Theorem 4.2; depth transition,
+Theorem 4.6) and Appendix E.1-E.3.
+
+Norm transition: the post-LayerNorm layer map (18) with V = A = diag(lambda), tokens started near
+u_1 = e_1 and i.i.d. random value adapters (19) with ``eta_L = c L^alpha``. Monte Carlo samples sit
+on the trials axis, so one :func:`companion.models.iterate_layers` call runs them all; a run of
+``t`` macroscopic time units chains ``t`` blocks of L layers (step 1/L), each with fresh adapters.
+
+Depth transition: the rescaled dynamics (7) ``z = e^{-tV} x`` in d = 2 (App. E.1.1 / E.3.1 settings),
+base ``Q = K = V = I`` against ``V~ = diag(1, 1 - eps)`` or ``Q~ = K~ = e_1 e_1^T``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from .. import init, models
+from ..attention import attend
+from ..integrate import simulate
+from ..metrics import cluster_labels
+from ..theory import lora_depth as th
+from . import experiment
+
+__all__ = [
+    "ScaleCappedRescaled",
+    "norm_transition",
+    "critical_kappa",
+    "rank_independence",
+    "depth_transition",
+    "eps_sweep",
+    "plot_norm_transition",
+    "plot_critical_kappa",
+    "plot_rank_independence",
+    "plot_depth_transition",
+    "plot_eps_sweep",
+]
+
+F64 = torch.float64
+
+# Base value matrix of the norm experiments (d = 3): spectral gaps 0.5 and 0.75.
+LAMBDAS3 = (1.0, 0.5, 0.25)
+
+
+def _gen(seed: int, device="cpu") -> torch.Generator:
+    return torch.Generator(device=device).manual_seed(int(seed))
+
+
+def _check_profile(profile: str) -> None:
+    if profile not in ("fast", "full"):
+        raise ValueError(f"profile must be 'fast' or 'full', got {profile!r}")
+
+
+# ----------------------------------------------------------------------------- norm transition
+def _near_u1(trials: int, n: int, d: int, delta: float, gen: torch.Generator, device) -> torch.Tensor:
+    """Tokens ``N(u_1 + delta g_i)``, g_i standard normal: (trials, n, d)."""
+    X = delta * torch.randn(trials, n, d, generator=gen, dtype=F64, device=device)
+    X[..., 0] += 1.0
+    return X / X.norm(dim=-1, keepdim=True)
+
+
+def _observables(X: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Per trial: ``q = sum_i (1 - <x_i,u1>^2)`` (Thm D.4), ``sq = sum_i |x_i - u1|^2`` (eq. 21),
+    ``spread = sum_i |x_i - xbar|^2`` and ``disp = 1 - <xbar/|xbar|, u1>^2`` (Fig. 8)."""
+    c = X[..., 0]
+    xbar = X.mean(dim=1)
+    m = xbar / xbar.norm(dim=-1, keepdim=True)
+    return {
+        "q": (1 - c**2).sum(-1),
+        "sq": (2 - 2 * c).sum(-1),
+        "spread": ((X - xbar[:, None, :]) ** 2).sum((-1, -2)),
+        "disp": 1 - m[:, 0] ** 2,
+        "mean_dir": m,
+    }
+
+
+def adapter_chain(V: torch.Tensor, x0: torch.Tensor, L: int, blocks: int, rank: int, scale: torch.Tensor,
+                  gen: torch.Generator, saves_per_block: int = 8) -> dict[str, torch.Tensor]:
+    """Run ``blocks * L`` layers of (18) with i.i.d. adapters ``scale_trial * sum_a u_a v_a^T``.
+
+    Parameters
+    ----------
+    V : (d, d) with A = V; x0 : (trials, n, d) on the sphere; L : depth (step 1/L);
+    blocks : macroscopic time; rank : adapter rank; scale : (trials,) ``eta_L * s`` per trial;
+    saves_per_block : observables kept per block.
+
+    Returns
+    -------
+    dict of (S, trials) observables (``mean_dir``: (S, trials, d)) and ``t`` (S,) macroscopic times.
+
+    Examples
+    --------
+    >>> x0 = _near_u1(2, 3, 3, 0.01, _gen(0), "cpu")
+    >>> out = adapter_chain(torch.diag(torch.tensor(LAMBDAS3, dtype=F64)), x0, 8, 2, 1, torch.zeros(2), _gen(1), 2)
+    >>> out["q"].shape, [round(float(t), 2) for t in out["t"]]
+    (torch.Size([5, 2]), [0.0, 0.5, 1.0, 1.5, 2.0])
+    """
+    trials, n, d = x0.shape
+    if L % saves_per_block:
+        raise ValueError(f"L = {L} must be a multiple of saves_per_block = {saves_per_block}")
+    k = L // saves_per_block
+    obs = [_observables(x0)]
+    X = x0
+    for _ in range(blocks):
+        dV = models.random_value_adapters(L, d, rank, 1.0, 1.0, trials=trials, generator=gen, device=x0.device)
+        dV = dV * scale.to(dV)[:, None, None, None]
+        states = models.iterate_layers(models.LayerMap(A=V, V=V, dV=dV), X, save_every=k)
+        obs += [_observables(S) for S in states[1:]]
+        X = states[-1]
+    out = {key: torch.stack([o[key] for o in obs]) for key in obs[0]}
+    out["t"] = torch.arange(len(obs), dtype=F64) / saves_per_block
+    return out
+
+
+def _window_mean(series: torch.Tensor, t: torch.Tensor, t_from: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-trial time average over ``t >= t_from`` then mean and standard error over trials."""
+    per_trial = series[t >= t_from].mean(0)  # (trials,)
+    m = per_trial.mean().item()
+    se = per_trial.std().item() / math.sqrt(per_trial.numel())
+    return m, se
+
+
+def _slope(x, y) -> float:
+    return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
+
+
+@experiment("norm_transition", chapter="phase_transitions")
+def norm_transition(profile: str = "fast", device: str = "cpu", *, seed: int = 0, c: float = 1.0, kappa0: float = 0.05) -> dict[str, Any]:
+    """Theorem 4.2: stationary ``E sum_i |x_i - u1|^2`` against depth L for ``eta_L = c L^alpha``.
+
+    Measured over macroscopic time ``[t_end / 2, t_end]`` after starting at ``N(u1 + 1e-3 g)``;
+    the adapters have rank 1 and ``s = d sqrt(kappa0)`` (so ``kappa = kappa0``). Returns the means
+    and standard errors per (alpha, L), the fitted log-log slopes, and the slopes the theorem
+    (``-1``) and the effective-noise argument (``2 alpha - 1``) predict.
+    """
+    _check_profile(profile)
+    fast = profile == "fast"
+    d, n = 3, 8
+    per = 64 if fast else 1000
+    depths = [16, 32, 64, 128, 256, 512] if fast else [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+    alphas = [0.0, 0.25, 0.5, 0.75]
+    t_end = 3
+    V = torch.diag(torch.tensor(LAMBDAS3, dtype=F64, device=device))
+    s = d * math.sqrt(kappa0)
+    mean = np.zeros((len(alphas), len(depths)))
+    se = np.zeros_like(mean)
+    for j, L in enumerate(depths):
+        g = _gen(seed + j, device)
+        x0 = _near_u1(per * len(alphas), n, d, 1e-3, g, device)
+        scale = torch.tensor([c * L**al * s for al in alphas], dtype=F64).repeat_interleave(per)  # all alphas at once
+        out = adapter_chain(V, x0, L, t_end, 1, scale, g)
+        for a in range(len(alphas)):
+            mean[a, j], se[a, j] = _window_mean(out["sq"][:, a * per:(a + 1) * per], out["t"], t_end / 2)
+    slopes = {alpha: _slope(depths, mean[a]) for a, alpha in enumerate(alphas)}
+    # the small-noise stationary level with kappa_eff = c^2 kappa0 L^(2 alpha - 1)
+    predicted = np.array([[th.stationary_deviation(LAMBDAS3, th.effective_kappa(kappa0, c, al, L), n) for L in depths]
+                          for al in alphas])
+    return {"depths": depths, "alphas": alphas, "mean": mean, "se": se, "slopes": slopes, "predicted": predicted,
+            "n": n, "d": d, "per_alpha": per, "kappa0": kappa0, "c": c, "t_end": t_end,
+            "uniform_level": n * 2.0 / 3.0}
+
+
+@experiment("critical_kappa", chapter="phase_transitions")
+def critical_kappa(profile: str = "fast", device: str = "cpu", *, seed: int = 1) -> dict[str, Any]:
+    """Critical scaling ``eta_L = sqrt(L)``: stationary ``E sum_i (1 - <x_i,u1>^2)`` against kappa,
+    compared with prediction (21), the Theorem D.4 form and the exact Bingham law; also the Figure 8
+    numbers (token spread against the displacement of the mean direction). All kappa values run in
+    one batched chain (the adapter scale is set per trial)."""
+    _check_profile(profile)
+    fast = profile == "fast"
+    d, n = 3, 8
+    per = 80 if fast else 2000
+    L = 64 if fast else 1024
+    kappas = [0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2]
+    t_end, t_from = 7, 2.5
+    V = torch.diag(torch.tensor(LAMBDAS3, dtype=F64, device=device))
+    g = _gen(seed, device)
+    x0 = _near_u1(per * len(kappas), n, d, 0.05, g, device)
+    s = torch.tensor([d * math.sqrt(k) for k in kappas], dtype=F64).repeat_interleave(per)
+    out = adapter_chain(V, x0, L, t_end, 1, math.sqrt(L) * s, g)
+    res = {"kappas": kappas, "L": L, "n": n, "d": d, "per_kappa": per, "t": out["t"].numpy()}
+    for key in ("q", "sq"):
+        ms, ses = zip(*[_window_mean(out[key][:, i * per:(i + 1) * per], out["t"], t_from) for i in range(len(kappas))])
+        res[key], res[key + "_se"] = np.array(ms), np.array(ses)
+    res["eq21"] = np.array([th.stationary_deviation(LAMBDAS3, k, n) for k in kappas])
+    res["D4"] = np.array([th.stationary_deviation(LAMBDAS3, k, n, form="D4") for k in kappas])
+    res["bingham"] = np.array([th.bingham_deviation(LAMBDAS3, k, n) for k in kappas])
+    # Figure 8: at kappa = 0.05, per-trial spread and mean-direction displacement at the last layer
+    i = kappas.index(0.05)
+    sl = slice(i * per, (i + 1) * per)
+    res["fig8_spread"] = out["spread"][-1, sl].mean().item()
+    res["fig8_disp"] = out["disp"][-1, sl].mean().item()
+    res["fig8_spread_t0"] = out["spread"][0, sl].mean().item()
+    res["fig8_path"] = out["mean_dir"][:, i * per].numpy()  # one sample's common direction over time
+    res["q_curve_fig8"] = out["q"][:, sl].mean(1).numpy()
+    return res
+
+
+@experiment("rank_independence", chapter="phase_transitions")
+def rank_independence(profile: str = "fast", device: str = "cpu", *, seed: int = 2, kappa: float = 0.01) -> dict[str, Any]:
+    """Ranks 1, 4, 16 at the same kappa (d = 16, ``eta_L = sqrt(L)``): ``E sum_i (1 - <x_i,u1>^2)`` over
+    time per rank, and the time-averaged stationary levels with standard errors."""
+    _check_profile(profile)
+    fast = profile == "fast"
+    d, n = 16, 8
+    per = 80 if fast else 1000
+    L = 32 if fast else 512
+    ranks = [1, 4, 16]
+    t_end, t_from = 5, 2.0
+    lam = torch.cat([torch.ones(1, dtype=F64), torch.linspace(0.5, 0.1, d - 1, dtype=F64)])
+    V = torch.diag(lam).to(device)
+    curves, levels, ses = [], [], []
+    for j, r in enumerate(ranks):
+        g = _gen(seed + j, device)
+        x0 = _near_u1(per, n, d, 0.05, g, device)
+        s = d * math.sqrt(kappa / r)  # r s^2 / d^2 = kappa
+        out = adapter_chain(V, x0, L, t_end, r, torch.full((per,), math.sqrt(L) * s, dtype=F64), g)
+        curves.append((out["q"].mean(1).numpy(), (out["q"].std(1) / math.sqrt(per)).numpy()))
+        m, e = _window_mean(out["q"], out["t"], t_from)
+        levels.append(m)
+        ses.append(e)
+    levels, ses = np.array(levels), np.array(ses)
+    z = max(abs(levels[a] - levels[b]) / math.hypot(ses[a], ses[b]) for a in range(3) for b in range(a + 1, 3))
+    return {"ranks": ranks, "t": out["t"].numpy(), "curves": curves, "levels": levels, "se": ses, "max_z": z,
+            "eq21": th.stationary_deviation(lam, kappa, n), "kappa": kappa, "d": d, "n": n, "L": L, "per_rank": per}
+
+
+# ----------------------------------------------------------------------------- depth transition
+@dataclasses.dataclass(frozen=True)
+class ScaleCappedRescaled:
+    """The rescaled dynamics (7) with the common logit scale capped for long horizons.
+
+    ``<A e^{tV} z_i, e^{tV} z_j> = e^{2 lambda_1 t} <A D z_i, D z_j>`` with ``D = e^{t(V - lambda_1)}``
+    (lambda_1 the top real eigenvalue of V). The factor ``e^{2 lambda_1 t}`` overflows float64 near
+    t = 350; this model uses ``e^{2 lambda_1 min(t, t_cap)}`` instead. For ``t_cap`` beyond a few tens
+    the softmax is already an exact argmax in float64, so the cap changes no weight (tested), while
+    the relative factor D, which drives the bifurcation, is kept exactly.
+
+    Parameters
+    ----------
+    A, V : (d, d) or (trials, d, d); t_cap : cap on the scale time.
+
+    Examples
+    --------
+    >>> m = ScaleCappedRescaled(A=torch.eye(2, dtype=F64), V=torch.eye(2, dtype=F64))
+    >>> m.vector_field(0.0, torch.tensor([[[1.0, 0.0], [1.0, 0.0]]], dtype=F64))
+    tensor([[[0., 0.],
+             [0., 0.]]], dtype=torch.float64)
+    """
+
+    A: torch.Tensor
+    V: torch.Tensor
+    t_cap: float = 150.0
+    on_sphere: bool = False
+
+    def validate(self, X: torch.Tensor) -> torch.Tensor:
+        return X
+
+    def cast(self, X: torch.Tensor) -> "ScaleCappedRescaled":
+        V = self.V.to(X)
+        lam1 = torch.linalg.eigvals(V).real.amax(dim=-1)
+        if lam1.ndim and not torch.allclose(lam1, lam1.max().expand_as(lam1)):
+            raise ValueError("ScaleCappedRescaled needs the same top eigenvalue in every trial's V")
+        return dataclasses.replace(self, A=self.A.to(X), V=V)
+
+    def vector_field(self, t: float, X: torch.Tensor) -> torch.Tensor:
+        A, V = self.A.to(X), self.V.to(X)
+        d = X.shape[-1]
+        lam1 = torch.linalg.eigvals(V).real.amax(dim=-1)  # () or (trials,)
+        eye = torch.eye(d, dtype=X.dtype, device=X.device)
+        D = torch.linalg.matrix_exp(t * (V - lam1[..., None, None] * eye))
+        Y = torch.matmul(X, D.transpose(-1, -2))  # D z
+        q = torch.matmul(Y, A.transpose(-1, -2))
+        VZ = torch.matmul(X, V.transpose(-1, -2))
+        beta = math.exp(2 * float(lam1.max()) * min(float(t), self.t_cap))
+        return attend(q, Y, VZ, beta) - VZ
+
+
+def _clusters(Z: torch.Tensor, tol: float) -> list[np.ndarray]:
+    """Cluster centres per trial (single linkage at ``tol``): list of (k, d) arrays."""
+    lab = cluster_labels(Z, tol)
+    out = []
+    for tr in range(Z.shape[0]):
+        cs = [Z[tr, lab[tr] == u].mean(0).numpy() for u in torch.unique(lab[tr])]
+        out.append(np.stack(cs))
+    return out
+
+
+def _dist_to_set(Z: torch.Tensor, C: np.ndarray) -> torch.Tensor:
+    """``max_i d(z_i, C)`` at every saved time: Z (T, n, d) -> (T,)."""
+    c = torch.as_tensor(C, dtype=Z.dtype)
+    return torch.cdist(Z, c.expand(Z.shape[0], *c.shape)).amin(-1).amax(-1)
+
+
+def _settle_time(dist: torch.Tensor, ts: torch.Tensor, thr: float) -> float:
+    """``inf {T : dist(t) <= thr for all saved t >= T}`` (nan if it never settles)."""
+    bad = (dist > thr).nonzero()
+    if bad.numel() == 0:
+        return float(ts[0])
+    last = int(bad[-1])
+    return float(ts[last + 1]) if last + 1 < len(ts) else math.nan
+
+
+def _exit_time(dist: torch.Tensor, ts: torch.Tensor, thr: float, t_from: float) -> float:
+    """``inf {t >= t_from : dist(t) > thr}`` (inf if none within the horizon)."""
+    idx = ((dist > thr) & (ts >= t_from - 1e-9)).nonzero()
+    return float(ts[int(idx[0])]) if idx.numel() else math.inf
+
+
+def _base_run(Z0: torch.Tensor, t_base: float, dt: float, delta: float):
+    base = simulate(models.Rescaled(A=torch.eye(2, dtype=F64), V=torch.eye(2, dtype=F64)), Z0, t_base, method="rk4", dt=dt,
+                    save_at=torch.arange(0, t_base + dt / 2, dt, dtype=F64))
+    C = _clusters(base.xs[-1], delta / 2)
+    T_delta = [_settle_time(_dist_to_set(base.xs[:, tr], C[tr]), base.ts, delta) for tr in range(Z0.shape[0])]
+    return base, C, np.array(T_delta)
+
+
+def _perturbed_times(Z0, V_t, A_t, C, T_delta, t_end, dt, delta, save_dt=0.5):
+    """Exit times T*(delta) (resolution ``save_dt``), the perturbed dynamics' own settle time (time to
+    cluster) and the solution."""
+    ts = torch.arange(0, t_end + save_dt / 2, save_dt, dtype=F64)
+    sol = simulate(ScaleCappedRescaled(A=A_t, V=V_t), Z0, t_end, method="rk4", dt=dt, save_at=ts)
+    trials = Z0.shape[0]
+    exits = np.array([_exit_time(_dist_to_set(sol.xs[:, tr], C[tr]), sol.ts, 2 * delta, T_delta[tr]) for tr in range(trials)])
+    Ct = _clusters(sol.xs[-1], delta / 2)
+    settle = np.array([_settle_time(_dist_to_set(sol.xs[:, tr], Ct[tr]), sol.ts, delta) for tr in range(trials)])
+    # a settle time in the last 20% of the horizon is not trusted (the run may still be moving)
+    settle = np.where(settle > 0.8 * t_end, np.nan, settle)
+    return sol, exits, settle
+
+
+def _bound_for(C: np.ndarray, eps: float, n: int, delta: float):
+    """Theorem 4.6 constants for V~ = diag(1, 1 - eps), Q = K = I; M from the tube around C."""
+    M = float(np.abs(C).max() + 2 * delta)
+    try:
+        return th.depth_bound(torch.as_tensor(C), torch.eye(2), torch.eye(2), torch.diag(torch.tensor([1.0, 1.0 - eps], dtype=F64)),
+                              n=n, delta=delta, M=M)
+    except ValueError:
+        return None  # Assumption 4.5 fails for this configuration
+
+
+@experiment("depth_transition", chapter="phase_transitions")
+def depth_transition(profile: str = "fast", device: str = "cpu", *, seed: int = 3, eps: float = 0.01, delta: float = 0.1) -> dict[str, Any]:
+    """Theorem 4.6 in the Figure 5 settings: T_delta of the base (Q = K = V = I_2) and the exit time
+    T*(delta) of (a) ``V~ = diag(1, 1 - eps)`` with the theorem's bound and the hard-argmax switch time,
+    (b) ``Q~ = K~ = e1 e1^T`` (V~ = I_2: Assumption 4.5 cannot hold). Tokens uniform in [-5, 5]^2."""
+    _check_profile(profile)
+    fast = profile == "fast"
+    n, trials, dt = 20, (8 if fast else 64), 0.1
+    Z0 = init.cube(trials, n, 2, 5.0, generator=_gen(seed))
+    base, C, T_delta = _base_run(Z0, 30.0, dt, delta)
+    t_end = 250.0 if fast else 1000.0  # past the largest switch time of these draws at eps = 0.01
+    Vt = torch.diag(torch.tensor([1.0, 1.0 - eps], dtype=F64))
+    sol_a, exit_a, _ = _perturbed_times(Z0, Vt, torch.eye(2, dtype=F64), C, T_delta, t_end, dt, delta)
+    bounds = [_bound_for(C[tr], eps, n, delta) for tr in range(trials)]
+    bound_a = np.array([th.exit_time_bound(T_delta[tr], b) if b is not None else np.nan for tr, b in enumerate(bounds)])
+    switch_a = np.array([th.switch_time(C[tr], eps) for tr in range(trials)])
+    e1 = torch.tensor([[1.0, 0.0], [0.0, 0.0]], dtype=F64)
+    sol_b, exit_b, _ = _perturbed_times(Z0, torch.eye(2, dtype=F64), e1, C, T_delta, 60.0, dt, delta, save_dt=0.1)
+    return {"eps": eps, "delta": delta, "n": n, "trials": trials, "T_delta": T_delta, "n_clusters": [len(c) for c in C],
+            "exit_a": exit_a, "bound_a": bound_a, "switch_a": switch_a, "bounds": bounds, "exit_b": exit_b,
+            "clusters0": C[0], "base_path0": base.xs[:, 0].numpy(), "pert_path0": sol_a.xs[::2, 0].numpy(),
+            "qk_path0": sol_b.xs[:, 0].numpy()}
+
+
+@experiment("eps_sweep", chapter="phase_transitions")
+def eps_sweep(profile: str = "fast", device: str = "cpu", *, seed: int = 4, delta: float = 0.1) -> dict[str, Any]:
+    """Time to bifurcation T*(delta) and time to cluster (settle time of the perturbed dynamics)
+    against eps for ``V~ = diag(1, 1 - eps)``, with fitted log-log exponents, the Theorem 4.6 bound,
+    and the largest eps for which every token stays within 2 delta on [T_delta, 10 T_delta] (part 1).
+    All eps values and initial conditions run in one batched simulate call."""
+    _check_profile(profile)
+    fast = profile == "fast"
+    n, inits, dt = 20, (6 if fast else 32), 0.1
+    epss = np.geomspace(3e-3, 0.3, 9) if fast else np.geomspace(1e-3, 0.3, 15)
+    t_end = 600.0 if fast else 3000.0
+    Z0 = init.cube(inits, n, 2, 5.0, generator=_gen(seed))
+    base, C, T_delta = _base_run(Z0, 30.0, dt, delta)
+    E = len(epss)
+    Zb = Z0.repeat(E, 1, 1)  # trial index = e * inits + i
+    Vt = torch.stack([torch.diag(torch.tensor([1.0, 1.0 - e], dtype=F64)) for e in epss]).repeat_interleave(inits, 0)
+    Cb, Tb = [C[i] for _ in epss for i in range(inits)], np.tile(T_delta, E)
+    _, exits, settle = _perturbed_times(Zb, Vt, torch.eye(2, dtype=F64), Cb, Tb, t_end, dt, delta)
+    exits, settle = exits.reshape(E, inits), settle.reshape(E, inits)
+    bound = np.array([[th.exit_time_bound(T_delta[i], b) if (b := _bound_for(C[i], e, n, delta)) is not None else np.nan
+                       for i in range(inits)] for e in epss])
+    switch = np.array([[th.switch_time(C[i], e) for i in range(inits)] for e in epss])
+    stays = exits > 10 * T_delta[None, :]  # part 1 holds for this (eps, init)
+    eps_star = []
+    for i in range(inits):
+        ok = np.cumprod(stays[:, i]).astype(bool)  # holds for every eps up to this one
+        eps_star.append(float(epss[ok][-1]) if ok.any() else math.nan)
+    med_exit = np.median(exits, axis=1)
+    med_settle = np.nanmedian(np.where(np.isfinite(settle), settle, np.nan), axis=1)
+    fit = np.isfinite(med_exit) & (epss <= 0.1)
+    fit_c = np.isfinite(med_settle) & (epss <= 0.1)
+    return {"epss": epss, "T_delta": T_delta, "exits": exits, "settle": settle, "bound": bound, "switch": switch,
+            "eps_star": np.array(eps_star), "median_exit": med_exit, "median_settle": med_settle,
+            "exponent_exit": _slope(epss[fit], med_exit[fit]) if fit.sum() >= 2 else math.nan,
+            "exponent_settle": _slope(epss[fit_c], med_settle[fit_c]) if fit_c.sum() >= 2 else math.nan,
+            "exponent_bound": _slope(epss[fit], np.nanmedian(bound, axis=1)[fit]) if fit.sum() >= 2 else math.nan,
+            "n": n, "inits": inits, "delta": delta, "t_end": t_end}
+
+
+# ----------------------------------------------------------------------------- plots
+def _ax(ax):
+    import matplotlib.pyplot as plt
+
+    return ax if ax is not None else plt.subplots(figsize=(5, 3.6))[1]
+
+
+def plot_norm_transition(result: dict, ax=None):
+    """Stationary deviation against depth L, one curve per alpha (log-log), dashed: kappa_eff theory."""
+    ax = _ax(ax)
+    for a, alpha in enumerate(result["alphas"]):
+        line = ax.errorbar(result["depths"], result["mean"][a], yerr=2 * result["se"][a], marker="o", ms=3, capsize=2,
+                           label=f"alpha={alpha} (slope {result['slopes'][alpha]:.2f})")
+        ax.plot(result["depths"], result["predicted"][a], "--", color=line[0].get_color(), lw=0.8)
+    ax.axhline(result["uniform_level"], color="gray", lw=0.6, ls=":")
+    ax.set(xscale="log", yscale="log", xlabel="depth L", ylabel="E sum_i |x_i - u1|^2",
+           title="norm_transition")
+    ax.legend(fontsize=7)
+    return ax
+
+
+def plot_critical_kappa(result: dict, ax=None):
+    """Measured stationary deviation / prediction, against kappa, for (21), Theorem D.4 and Bingham."""
+    ax = _ax(ax)
+    k = np.array(result["kappas"])
+    for key, lab in (("eq21", "prediction (21)"), ("bingham", "Bingham (exact limit)"), ("D4", "Theorem D.4 (sum from i=1)")):
+        ax.errorbar(k, result["q"] / result[key], yerr=2 * result["q_se"] / result[key], marker="o", ms=3, capsize=2, label=lab)
+    ax.axhline(1, color="gray", lw=0.6)
+    ax.set(xscale="log", yscale="log", xlabel="kappa", ylabel="measured / predicted", title="critical_kappa")
+    ax.legend(fontsize=7)
+    return ax
+
+
+def plot_rank_independence(result: dict, ax=None):
+    """E sum_i (1 - <x_i,u1>^2) against macroscopic time for ranks 1, 4, 16 at equal kappa."""
+    ax = _ax(ax)
+    for r, (m, se) in zip(result["ranks"], result["curves"]):
+        ax.plot(result["t"], m, label=f"rank {r}")
+        ax.fill_between(result["t"], m - 2 * se, m + 2 * se, alpha=0.25)
+    ax.axhline(result["eq21"], color="k", ls="--", lw=0.8, label="(21)")
+    ax.set(xlabel="t = layers / L", ylabel="E sum_i (1 - <x_i,u1>^2)", title="rank_independence")
+    ax.legend(fontsize=7)
+    return ax
+
+
+def plot_depth_transition(result: dict, ax=None):
+    """Rescaled tokens of one initial condition: base limit clusters and the perturbed trajectory."""
+    ax = _ax(ax)
+    P = result["pert_path0"]
+    ax.plot(P[:, :, 0], P[:, :, 1], color="tab:red", lw=0.5, alpha=0.6)
+    B = result["base_path0"]
+    ax.plot(B[:, :, 0], B[:, :, 1], color="tab:blue", lw=0.5, alpha=0.6)
+    C = result["clusters0"]
+    ax.scatter(C[:, 0], C[:, 1], color="k", zorder=3, s=20, label="base clusters C")
+    ax.scatter(P[-1, :, 0], P[-1, :, 1], color="tab:red", marker="x", zorder=3, label="perturbed limit")
+    ax.set(xlabel="z_1", ylabel="z_2", title=f"depth_transition (eps = {result['eps']})")
+    ax.legend(fontsize=7)
+    return ax
+
+
+def plot_eps_sweep(result: dict, ax=None):
+    """Median time to bifurcation T*, time to cluster and the Theorem 4.6 bound against eps (log-log)."""
+    ax = _ax(ax)
+    e = result["epss"]
+    ax.plot(e, result["median_exit"], "o-", label=f"time to bifurcation T* (exp {result['exponent_exit']:.2f})")
+    ax.plot(e, result["median_settle"], "s-", label=f"time to cluster (exp {result['exponent_settle']:.2f})")
+    ax.plot(e, np.nanmedian(result["bound"], axis=1), "--", label=f"Thm 4.6 bound (exp {result['exponent_bound']:.2f})")
+    ax.plot(e, np.median(result["switch"], axis=1), ":", label="argmax switch time")
+    ax.set(xscale="log", yscale="log", xlabel="eps", ylabel="time", title="eps_sweep")
+    ax.legend(fontsize=7)
+    return ax
