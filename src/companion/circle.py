@@ -121,28 +121,28 @@ def fourier_truncation(beta: float, tol: float = 1e-16) -> int:
 
 
 def _block_powers(z: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor, int, int]:
-    """Powers of z for k = 0..K as two factors: z^(qL + r) = W[..., q, :] * Z[..., r, :].
+    """Powers of z for k = 0..K as two factors: z^(qL + r) = W[q, :] * Z[r, :].
 
-    z : (trials, b) complex. Returns W : (trials, Q, b), Z : (trials, L, b), L, Q with L*Q >= K + 1,
-    L ~ sqrt(K + 1). Only L + Q - 2 elementwise complex products per token instead of K; the
-    error of a power grows like (q + r) eps, harmless for K in the hundreds.
+    z : (b,) complex. Returns W : (Q, b), Z : (L, b), L, Q with L*Q >= K + 1, L ~ sqrt(K + 1).
+    Only L + Q - 2 elementwise complex products per token instead of K; the error of a power
+    grows like (q + r) eps, harmless for K in the hundreds.
     """
     L = max(1, math.isqrt(K + 1))
     Q = -(-(K + 1) // L)
-    T, b = z.shape
-    Z = torch.empty(T, L, b, dtype=z.dtype, device=z.device)
-    W = torch.empty(T, Q, b, dtype=z.dtype, device=z.device)
-    Z[:, 0] = 1
+    b = z.shape[0]
+    Z = torch.empty(L, b, dtype=z.dtype, device=z.device)
+    W = torch.empty(Q, b, dtype=z.dtype, device=z.device)
+    Z[0] = 1
     if L > 1:
-        Z[:, 1] = z
+        Z[1] = z
     for r in range(2, L):
-        torch.mul(Z[:, r - 1], z, out=Z[:, r])
-    zL = Z[:, L - 1] * z
-    W[:, 0] = 1
+        torch.mul(Z[r - 1], z, out=Z[r])
+    zL = Z[L - 1] * z
+    W[0] = 1
     if Q > 1:
-        W[:, 1] = zL
+        W[1] = zL
     for q in range(2, Q):
-        torch.mul(W[:, q - 1], zL, out=W[:, q])
+        torch.mul(W[q - 1], zL, out=W[q])
     return W, Z, L, Q
 
 
@@ -183,18 +183,23 @@ def circle_moments(theta: torch.Tensor, K: int) -> torch.Tensor:
 
 
 def _moments(t: torch.Tensor, K: int, chunk: int, keep: bool = False):
-    """m_k, k = 0..QL-1 as (trials, Q*L) (exact beyond K too), and the per-chunk powers if ``keep``."""
-    n = t.shape[1]
-    M = None
+    """m_k, k = 0..QL-1 as (trials, Q*L) (exact beyond K too), and the per-block powers if ``keep``.
+
+    Trials are looped over (2-D products are faster than batched ones here) and tokens go in
+    blocks of ``chunk`` so that a block's powers stay in cache.
+    """
+    T, n = t.shape
+    L = max(1, math.isqrt(K + 1))
+    Q = -(-(K + 1) // L)
+    M = torch.zeros(T, Q, L, dtype=torch.complex128 if t.dtype == torch.float64 else torch.complex64, device=t.device)
     kept = []
-    for sl in _chunks(n, chunk):
-        tc = t[:, sl]
-        W, Z, L, Q = _block_powers(_unit(tc), K)
-        part = torch.matmul(W, Z.transpose(-1, -2))  # (trials, Q, L): entry (q, r) sums z^(qL + r)
-        M = part if M is None else M + part
-        if keep:
-            kept.append((sl, W, Z))
-    return (M / n).reshape(t.shape[0], Q * L), kept, L, Q
+    for i in range(T):
+        for sl in _chunks(n, chunk):
+            W, Z, _, _ = _block_powers(_unit(t[i, sl]), K)
+            M[i] += W @ Z.T  # entry (q, r) sums z^(qL + r)
+            if keep:
+                kept.append((W, Z))
+    return (M / n).reshape(T, Q * L), kept, L, Q
 
 
 def circle_field_dense(theta: torch.Tensor, beta: float, normalization: str = "usa", *, block_elems: int = 1 << 22) -> torch.Tensor:
@@ -313,18 +318,17 @@ def circle_field_fourier(theta: torch.Tensor, beta: float, normalization: str = 
         blocks.append((den_c * mc).reshape(-1, Q, L).transpose(-1, -2))
     A = torch.cat(blocks, dim=1)  # (trials, L or 2L, Q)
     out = torch.empty_like(t)
-    for sl in _chunks(n, _CHUNK):
-        if keep:
-            W, Z = kept.pop(0)[1:]
-        else:
-            tc = t[:, sl]
-            W, Z, _, _ = _block_powers(_unit(tc), K)
-        S = torch.matmul(A, W)  # (trials, L or 2L, b): sum_q A[r, q] z^(qL)
-        num = (S[:, :L] * Z).imag.sum(1)
-        if normalization == "usa":
-            out[:, sl] = -math.exp(beta) * num
-        else:
-            out[:, sl] = -num / (S[:, L:] * Z).sum(1).real
+    scale = math.exp(beta)
+    kept.reverse()
+    for i in range(t.shape[0]):
+        for sl in _chunks(n, _CHUNK):
+            W, Z = kept.pop() if keep else _block_powers(_unit(t[i, sl]), K)[:2]
+            S = A[i] @ W  # (L or 2L, b): row r is sum_q A[r, q] z^(qL)
+            num = (S[:L] * Z).imag.sum(0)
+            if normalization == "usa":
+                out[i, sl] = -scale * num
+            else:
+                out[i, sl] = -num / (S[L:] * Z).real.sum(0)
     return out.unsqueeze(-1)
 
 
@@ -380,6 +384,10 @@ class Circle:
         if self.method not in ("fourier", "dense"):
             raise ValueError(f"method must be 'fourier' or 'dense', got {self.method!r}")
         check_positive(self.tol, "tol")
+
+    def cast(self, X: torch.Tensor) -> "Circle":
+        """No tensor parameters to move: the model itself."""
+        return self
 
     def validate(self, X: Any) -> torch.Tensor:
         """Check that X is an angle tensor (trials, n, 1); returns it (a (n, 1) input gains trials = 1)."""

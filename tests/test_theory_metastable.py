@@ -1,0 +1,91 @@
+"""Paper D closed forms against quadrature, the NOTES table, and a short particle run."""
+import math
+
+import numpy as np
+import pytest
+import scipy.integrate
+import scipy.special
+import torch
+
+from companion.circle import Circle, circle_moments, uniform_angles
+from companion.integrate import simulate
+from companion.theory.metastable import gamma_k, growth_rate, k_max, linear_time, predicted_centres
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    # a second OpenMP thread on a loaded 2-core machine mostly waits at barriers
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.mark.parametrize("beta", [0.5, 2.0, 5.0, 12.0])
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_circle_rate_equals_kernel_fourier_coefficient(beta, k):
+    # linearising d_t rho = d_theta(rho (g * rho)), g = e^{beta cos} sin, at rho = 1/(2 pi):
+    # mode k grows at (k / 2 pi) int g(p) sin(k p) dp
+    val, _ = scipy.integrate.quad(lambda p: math.exp(beta * math.cos(p)) * math.sin(p) * math.sin(k * p), 0, 2 * math.pi, limit=200)
+    rate = k * val / (2 * math.pi)
+    assert float(gamma_k(k, beta, "usa")) == pytest.approx(rate, rel=1e-10)
+    z = scipy.integrate.quad(lambda p: math.exp(beta * math.cos(p)), 0, 2 * math.pi)[0] / (2 * math.pi)
+    assert float(gamma_k(k, beta, "softmax")) == pytest.approx(rate / z, rel=1e-10)
+
+
+@pytest.mark.parametrize("beta", [1.0, 4.0, 9.0])
+@pytest.mark.parametrize("l", [1, 2, 4])
+def test_sphere_rate_equals_funk_hecke_quadrature(beta, l):
+    # on S^2 (normalised measure) the kernel's eigenvalue is (1/2) int_{-1}^1 e^{beta t} P_l(t) dt
+    lam = 0.5 * scipy.integrate.quad(lambda t: math.exp(beta * t) * scipy.special.eval_legendre(l, t), -1, 1)[0]
+    assert float(growth_rate(l, beta, 3, "usa")) == pytest.approx(l * (l + 1) / beta * lam, rel=1e-10)
+    assert float(growth_rate(l, beta, 3, "softmax")) == pytest.approx(l * (l + 1) / beta * lam / (math.sinh(beta) / beta), rel=1e-10)
+
+
+def test_kmax_table_from_notes():
+    table = {1: 1, 2: 2, 3: 2, 5: 3, 7: 4, 10: 4, 20: 6, 50: 10, 100: 14}
+    assert {b: k_max(b) for b in table} == table
+    for b in [20.0, 50.0, 100.0]:  # about sqrt(2 beta)
+        assert abs(k_max(b) - math.sqrt(2 * b)) <= 1
+
+
+def test_linear_time_scaling():
+    t = linear_time(np.array([1e3, 1e6]), 5.0)
+    assert t[1] / t[0] == pytest.approx(2.0)
+    assert float(t[0]) == pytest.approx(math.log(1e3) / (2 * 9 * scipy.special.iv(3, 5.0) / 5.0))
+
+
+def test_predicted_centres_of_a_modulated_density():
+    # tokens at the quantiles of 1 + 0.5 cos(3 (theta - c)): mode 3 peaks at c + 2 pi j / 3
+    c = 0.4
+    grid = np.linspace(0, 2 * np.pi, 200001)
+    cdf = (grid + 0.5 * (np.sin(3 * (grid - c)) + np.sin(3 * c)) / 3) / (2 * np.pi)
+    th = np.interp((np.arange(3000) + 0.5) / 3000, cdf, grid)
+    got = predicted_centres(th, 3)
+    assert np.allclose(got, np.sort(np.remainder(c + 2 * np.pi * np.arange(3) / 3, 2 * np.pi)), atol=1e-3)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="normalization"):
+        gamma_k(1, 1.0, "x")
+    with pytest.raises(ValueError, match="beta"):
+        gamma_k(1, 0.0)
+    with pytest.raises(ValueError, match="l must"):
+        growth_rate(-1, 1.0)
+    with pytest.raises(ValueError, match="d must"):
+        growth_rate(1, 1.0, d=1)
+    with pytest.raises(ValueError, match="k must"):
+        predicted_centres(np.zeros(3), 0)
+
+
+def test_particles_grow_at_the_predicted_rate():
+    # SA, beta = 5, n = 20000: |m_k(t)| / |m_k(0)| = e^{gamma_k t} in the linear phase
+    beta, n = 5.0, 20000
+    th = uniform_angles(2, n, generator=torch.Generator().manual_seed(11))
+    t1 = 0.3 * float(linear_time(n, beta, "softmax"))
+    sol = simulate(Circle(beta, "softmax"), th, t1, method="rk4", dt=0.1)
+    m0, m1 = circle_moments(sol.xs[0], 6), circle_moments(sol.xs[-1], 6)
+    rate = 0.5 * torch.log((m1.abs() ** 2).mean(0) / (m0.abs() ** 2).mean(0)) / t1
+    for k in (2, 3, 4):
+        assert rate[k].item() == pytest.approx(float(gamma_k(k, beta, "softmax")), rel=0.1)
+    assert int(torch.argmax(rate[1:])) + 1 == k_max(beta)
