@@ -90,3 +90,11 @@ def test_mitigation_small():
 def test_bad_input(fn, kw, err, msg):
     with pytest.raises(err, match=msg):
         fn(**kw)
+
+
+def test_lemma_c13_rate_bounds_the_simulated_error():
+    r = st.prop33_families(steps=3, **SMALL)
+    for f in r["families"].values():
+        assert np.all(f["base_err"] <= f["lemma_base"] * (1 + 1e-6) + 1e-9)
+        ok = np.isfinite(f["lemma_pert"])
+        assert np.all(f["conv_err"][ok] <= f["lemma_pert"][ok] * (1 + 1e-6) + 1e-9)

@@ -247,3 +247,18 @@ def test_orthogonal_projection_update():
         lora.orthogonal_projection_update(M, 2 * Q[:, 0])
     with pytest.raises(ValueError, match="keep_norm"):
         lora.orthogonal_projection_update(M, Q[:, 0], keep_norm="nuc")
+
+
+def test_cone_collapse_bound_solves_its_ode():
+    # phi(t) solves phi' = gap phi (1 - phi^2); check by finite differences, and the limits
+    phi0, gap = 0.3, 0.7
+    ts = torch.linspace(0.0, 5.0, 501, dtype=f64)
+    err = lora.cone_collapse_bound(phi0, gap, ts)
+    phi = 1 - err**2 / 2
+    dphi = (phi[2:] - phi[:-2]) / (ts[2:] - ts[:-2])
+    rhs = gap * phi[1:-1] * (1 - phi[1:-1] ** 2)
+    assert torch.allclose(dphi, rhs, atol=1e-4)
+    assert err[0].item() == pytest.approx(math.sqrt(2 * (1 - phi0)))
+    assert lora.cone_collapse_bound(phi0, gap, 200.0).item() < 1e-40  # no cancellation to 0 too early
+    with pytest.raises(ValueError, match="phi0"):
+        lora.cone_collapse_bound(-0.1, gap, 1.0)

@@ -50,6 +50,7 @@ __all__ = [
     "commuting_coefficients",
     "remark34_prediction",
     "orthogonal_projection_update",
+    "cone_collapse_bound",
 ]
 
 _LN10 = math.log(10.0)
@@ -242,7 +243,8 @@ class SpectralPerturbation:
     u1 : (d,) top eigenvector of V; gap : ``lambda_1 - lambda_2``.
     a : ``u1^T dV u1``; b : (d,) ``P_perp dV u1``; b_norm : ``|b|``.
     E : (d, d) ``P_perp dV P_perp``; E_norm : ``|E|_op``.
-    margin : ``gap + a - 2|b| - |E|_op`` (condition (15) iff > 0); holds : ``margin > 0``.
+    margin : ``gap + a - 2|b| - |E|_op`` (condition (15) iff > 0); holds : ``margin > 0`` beyond
+        rounding (> 1e-12 relative).
     bound : right side of (16).
     u1_tilde : (d,) top eigenvector of ``V + dV`` with ``<u1, u1~> >= 0``; drift : ``|u1 - u1~|``.
     tilde_gap : ``lambda_1(V~) - lambda_2(V~)``.
@@ -324,12 +326,38 @@ def spectral_perturbation(V: Any, dV: Any, *, reference: Any | None = None) -> S
         E=E,
         E_norm=E_norm,
         margin=margin,
-        holds=margin > 0,
+        # a margin at rounding level (a grid point on the boundary) counts as "fails"
+        holds=margin > 1e-12 * max(1.0, float(w.abs().max())),
         bound=bound16(gap, a, b_norm, E_norm),
         u1_tilde=ut,
         drift=float((u1 - ut).norm()),
         tilde_gap=float(wt[-1] - wt[-2]),
     )
+
+
+def cone_collapse_bound(phi0: float, gap: float, t: Any) -> torch.Tensor:
+    """Lemma C.13's rate: ``max_i |x_i(t) - u1| <= sqrt(2 (1 - phi(t)))`` with
+    ``phi(t) = phi0 / sqrt(phi0^2 + (1 - phi0^2) e^{-2 gap t})``, ``phi0 = min_i <x_i(0), u1> > 0``.
+
+    Valid for the post-LayerNorm dynamics with ``A = V`` symmetric, simple top eigenvalue and
+    ``|lambda_j| <= lambda_2`` for j >= 2 (e.g. V positive semi-definite). Computed without
+    cancellation as ``1 - phi = q / (s (s + phi0))``, ``q = (1 - phi0^2) e^{-2 gap t}``, ``s = sqrt(phi0^2 + q)``.
+
+    Examples
+    --------
+    >>> cone_collapse_bound(1.0, 0.5, 3.0).item()  # already at u1
+    0.0
+    >>> round(cone_collapse_bound(0.6, 1.0, 0.0).item(), 6)  # sqrt(2 (1 - 0.6))
+    0.894427
+    """
+    phi0 = float(phi0)
+    if not 0.0 < phi0 <= 1.0:
+        raise ValueError(f"phi0 = min_i <x_i(0), u1> must lie in (0, 1] for Lemma C.13, got {phi0}")
+    gap = check_positive(gap, "gap")
+    ts = torch.as_tensor(t, dtype=torch.float64)
+    q = (1.0 - phi0**2) * torch.exp(-2.0 * gap * ts)
+    s = torch.sqrt(phi0**2 + q)
+    return torch.sqrt(2.0 * q / (s * (s + phi0)))
 
 
 # ----------------------------------------------------------------------------- Remark 3.4
