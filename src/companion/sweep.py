@@ -1,0 +1,335 @@
+"""Parameter sweeps on Dask: every point computed once, saved atomically with provenance, resumable.
+
+:func:`run_sweep` maps a function over a list of parameter points (a grid) with
+:mod:`dask.distributed`, and writes each point's result to ``out_dir/point-<key>.npz`` plus its
+provenance JSON (:func:`companion.provenance.save_result`), ``<key>`` being a hash of the point.
+
+Guarantees, and why they hold
+-----------------------------
+* **Atomic**: both files are written to a temporary name and ``os.replace``-d; the JSON goes last,
+  so its presence marks a complete point. A reader never sees half a result.
+* **Resumable**: a point whose JSON exists is not recomputed. Interrupt a sweep (Ctrl-C, a crashed
+  job, a failing point) and run the same call again: only the missing points run.
+* **A killed worker loses and duplicates nothing**: Dask reschedules the tasks of a dead worker on
+  the others (up to ``distributed.scheduler.allowed-failures`` times); a task re-checks completion
+  before computing, and a point has exactly one file name, so a rerun, or even two runs racing,
+  leave one complete result per point. This needs ``func`` to be deterministic in its point (put
+  the seed *in* the point).
+
+Schedulers
+----------
+``scheduler=None`` starts a :class:`distributed.LocalCluster` of ``n_workers`` single-threaded
+processes on this machine; a string is the address of a running scheduler
+(``"tcp://host:8786"``); a :class:`distributed.Client` or a cluster object is used as is;
+``"serial"`` runs in this process without Dask (debugging, doctests).
+
+On a SLURM cluster, `dask-jobqueue <https://jobqueue.dask.org>`_ (not pinned by the companion:
+``pip install dask-jobqueue``) starts the workers as batch jobs::
+
+    from dask_jobqueue import SLURMCluster
+    cluster = SLURMCluster(cores=4, processes=4, memory="16GB", walltime="02:00:00",
+                           job_extra_directives=["--gres=gpu:1"])  # one GPU per job, if wanted
+    cluster.scale(jobs=8)
+    results = run_sweep(func, grid, "/shared/fs/sweep", scheduler=cluster)
+
+``out_dir`` must then be on a file system every worker sees (the atomic rename is what makes
+concurrent writers safe; it is atomic on local file systems and on NFS within one directory).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+import json
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from .provenance import load_result, save_result
+
+__all__ = ["run_sweep", "product_grid", "point_key", "point_path", "flatten_result", "unflatten_result", "load_point", "SERIAL"]
+
+SERIAL = "serial"
+
+
+def product_grid(**axes: Sequence[Any]) -> list[dict[str, Any]]:
+    """The Cartesian product of named axes as a list of points (last axis fastest).
+
+    Examples
+    --------
+    >>> product_grid(beta=[1.0, 4.0], seed=range(2))
+    [{'beta': 1.0, 'seed': 0}, {'beta': 1.0, 'seed': 1}, {'beta': 4.0, 'seed': 0}, {'beta': 4.0, 'seed': 1}]
+    """
+    for name, values in axes.items():
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+            raise TypeError(f"axis {name!r} must be a sequence of values, got {type(values).__name__}")
+    names = list(axes)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(list(axes[n]) for n in names))]
+
+
+def _canonical(point: Mapping[str, Any]) -> str:
+    if not isinstance(point, Mapping):
+        raise TypeError(f"a grid point must be a mapping of parameter names to values, got {type(point).__name__}")
+    for k, v in point.items():
+        if not isinstance(k, str):
+            raise TypeError(f"grid point keys must be strings, got {k!r}")
+        if not isinstance(v, (str, int, float, bool, type(None))):
+            raise TypeError(f"grid point value {k}={v!r} must be a str, int, float, bool or None (it names the result file)")
+    return json.dumps(dict(point), sort_keys=True)
+
+
+def point_key(point: Mapping[str, Any]) -> str:
+    """A stable 16-hex-digit name for a point (order of keys does not matter).
+
+    Examples
+    --------
+    >>> point_key({"a": 1, "b": 2.5}) == point_key({"b": 2.5, "a": 1})
+    True
+    >>> len(point_key({"a": 1}))
+    16
+    """
+    return hashlib.sha256(_canonical(point).encode()).hexdigest()[:16]
+
+
+def point_path(out_dir: Path | str, point: Mapping[str, Any]) -> Path:
+    """Where the result of ``point`` lives: ``out_dir/point-<key>.npz`` (+ ``.json``)."""
+    return Path(out_dir) / f"point-{point_key(point)}.npz"
+
+
+def _is_complete(path: Path) -> bool:
+    return path.with_suffix(".json").exists() and path.exists()
+
+
+def flatten_result(result: Mapping[str, Any], prefix: str = "") -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Split a result dict into arrays (for the .npz) and everything else (for the JSON).
+
+    Nested dicts become ``"outer/inner"`` keys; numbers, bools, strings, lists of numbers, numpy
+    arrays and torch tensors become arrays; anything else (None, ragged lists...) goes to the JSON.
+
+    Examples
+    --------
+    >>> arrays, other = flatten_result({"x": [1.0, 2.0], "fit": {"slope": 0.5}, "note": None})
+    >>> sorted(arrays), other
+    (['fit/slope', 'x'], {'note': None})
+    """
+    if not isinstance(result, Mapping):
+        raise TypeError(f"an experiment must return a dict, got {type(result).__name__}")
+    arrays: dict[str, np.ndarray] = {}
+    other: dict[str, Any] = {}
+    for k, v in result.items():
+        if not isinstance(k, str) or "/" in k:
+            raise ValueError(f"result keys must be strings without '/', got {k!r}")
+        name = prefix + k
+        if isinstance(v, Mapping):
+            a, o = flatten_result(v, prefix=name + "/")
+            arrays.update(a)
+            other.update(o)
+            continue
+        if hasattr(v, "detach"):
+            v = v.detach().cpu().numpy()
+        try:
+            arr = np.asarray(v)
+        except (ValueError, TypeError):
+            arr = None
+        if arr is not None and arr.dtype.kind in "biufcUS" and v is not None:
+            arrays[name] = arr
+        else:
+            other[name] = v
+    return arrays, other
+
+
+def unflatten_result(arrays: Mapping[str, np.ndarray], other: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Inverse of :func:`flatten_result` (0-d arrays come back as Python scalars, lists as arrays).
+
+    Examples
+    --------
+    >>> unflatten_result(*flatten_result({"fit": {"slope": 0.5}, "n": 3}))
+    {'fit': {'slope': 0.5}, 'n': 3}
+    """
+    out: dict[str, Any] = {}
+    items = [(k, v.item() if getattr(v, "ndim", 1) == 0 else v) for k, v in arrays.items()]
+    for k, v in items + list((other or {}).items()):
+        *outer, last = k.split("/")
+        d = out
+        for o in outer:
+            d = d.setdefault(o, {})
+        d[last] = v
+    return out
+
+
+def _func_name(func: Callable) -> str:
+    f = func.func if isinstance(func, functools.partial) else func
+    return f"{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', type(f).__name__)}"
+
+
+def save_point(path: Path, result: Mapping[str, Any], point: Mapping[str, Any], func_name: str) -> Path:
+    """Write one point's result and provenance atomically (JSON last)."""
+    arrays, other = flatten_result(result)
+    return save_result(path, arrays, config=dict(point), seed=point.get("seed"),
+                       sweep={"function": func_name, "key": point_key(point)}, other=other)
+
+
+def load_point(path: Path | str) -> dict[str, Any]:
+    """The result dict saved at ``path`` (its provenance under the key ``"_provenance"``)."""
+    arrays, meta = load_result(path)
+    result = unflatten_result(arrays, meta.get("other"))
+    result["_provenance"] = meta
+    return result
+
+
+def _run_point(func: Callable, point: dict[str, Any], path: str, func_name: str) -> str:
+    """One task: compute and save ``point`` unless a previous attempt already finished it."""
+    p = Path(path)
+    if _is_complete(p):
+        return "skipped"
+    result = func(**point)
+    save_point(p, result, point, func_name)
+    return "computed"
+
+
+def _run_point_pickled(func_bytes: bytes, point: dict[str, Any], path: str, func_name: str) -> str:
+    import cloudpickle
+
+    return _run_point(cloudpickle.loads(func_bytes), point, path, func_name)
+
+
+@contextmanager
+def _client(scheduler: Any, n_workers: int) -> Iterator[Any]:
+    from distributed import Client, LocalCluster
+
+    if scheduler is None:
+        import logging
+
+        with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None, silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+            yield client
+    elif isinstance(scheduler, Client):
+        yield scheduler
+    elif isinstance(scheduler, str):
+        with Client(scheduler) as client:
+            yield client
+    elif hasattr(scheduler, "scheduler_address"):
+        with Client(scheduler) as client:
+            yield client
+    else:
+        raise TypeError(f"scheduler must be None, {SERIAL!r}, an address string, a Client or a cluster, got {type(scheduler).__name__}")
+
+
+def _progress(total: int, enabled: bool, desc: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, disable=not enabled, desc=desc, unit="point")
+
+
+def run_sweep(
+    func: Callable[..., Mapping[str, Any]],
+    grid: Sequence[Mapping[str, Any]],
+    out_dir: Path | str,
+    *,
+    scheduler: Any = None,
+    n_workers: int = 2,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Compute ``func(**point)`` for every point of ``grid``, skipping points already on disk.
+
+    Parameters
+    ----------
+    func : callable returning a dict (arrays, numbers, nested dicts); deterministic in its
+        point, and picklable (a module-level function or a ``functools.partial`` of one).
+    grid : sequence of points, each a dict of str/int/float/bool/None (see :func:`product_grid`).
+    out_dir : folder of the sweep, one ``point-<key>.npz`` + ``.json`` per point.
+    scheduler : None (a LocalCluster of ``n_workers`` processes), a scheduler address, a
+        ``distributed.Client``, a cluster object, or ``"serial"`` (this process, no Dask).
+    n_workers : workers of the LocalCluster started when ``scheduler`` is None.
+    progress : show a tqdm progress bar.
+
+    Returns
+    -------
+    list of result dicts, in grid order, each as loaded from disk with its provenance under
+    ``"_provenance"``.
+
+    Raises
+    ------
+    RuntimeError if some points failed: the others are saved, and calling again computes only
+    the missing ones. ValueError if ``out_dir`` holds results of another function.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> def square(x, seed=0):
+    ...     return {"y": x * x}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     res = run_sweep(square, product_grid(x=[1, 2, 3]), d, scheduler="serial", progress=False)
+    ...     [r["y"] for r in res]
+    [1, 4, 9]
+    """
+    if not callable(func):
+        raise TypeError(f"func must be callable, got {type(func).__name__}")
+    if isinstance(grid, Mapping) or not isinstance(grid, Sequence):
+        raise TypeError("grid must be a list of points (dicts); build one with product_grid(...)")
+    if not isinstance(n_workers, int) or n_workers < 1:
+        raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}")
+    points = [dict(p) for p in grid] if all(isinstance(p, Mapping) for p in grid) else None
+    if points is None:
+        raise TypeError("every grid point must be a dict of parameter names to values")
+    keys = [point_key(p) for p in points]
+    if len(set(keys)) != len(keys):
+        dup = next(p for p, k in zip(points, keys) if keys.count(k) > 1)
+        raise ValueError(f"grid has a duplicated point {dup}; each point is computed and stored once")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = _func_name(func)
+    paths = [point_path(out_dir, p) for p in points]
+
+    todo = []
+    for p, path in zip(points, paths):
+        if not _is_complete(path):
+            todo.append((p, path))
+            continue
+        meta = json.loads(path.with_suffix(".json").read_text())
+        owner = (meta.get("sweep") or {}).get("function")
+        if owner != name:
+            raise ValueError(f"{out_dir} holds results of {owner!r}, not {name!r}: use another out_dir")
+
+    failures: list[tuple[dict, BaseException]] = []
+    if todo:
+        bar = _progress(len(todo), progress, f"sweep {name.rsplit('.', 1)[-1]}")
+        with bar:
+            if scheduler == SERIAL:
+                for p, path in todo:
+                    try:
+                        _run_point(func, p, str(path), name)
+                    except Exception as e:  # keep going: the other points are still worth saving
+                        failures.append((p, e))
+                    bar.update()
+            else:
+                import cloudpickle
+                from distributed import as_completed
+
+                # Pickled here with cloudpickle (distributed tries plain pickle first, which sends
+                # functions by reference: a worker that cannot import their module then hangs).
+                func_bytes = cloudpickle.dumps(func)
+                with _client(scheduler, n_workers) as client:
+                    run = uuid.uuid4().hex[:8]
+                    futures = {
+                        client.submit(_run_point_pickled, func_bytes, p, str(path), name, pure=False,
+                                      key=f"sweep-{run}-{point_key(p)}"): p
+                        for p, path in todo
+                    }
+                    for fut in as_completed(futures):
+                        if fut.status == "error":
+                            failures.append((futures[fut], fut.exception()))
+                        bar.update()
+    # Temporary files of writes cut short (a killed worker) are garbage once every task is done.
+    for tmp in out_dir.glob(".point-*.tmp"):
+        tmp.unlink(missing_ok=True)
+    if failures:
+        p, e = failures[0]
+        raise RuntimeError(
+            f"{len(failures)} of {len(points)} sweep points failed (first: {p}: {type(e).__name__}: {e}); "
+            f"the finished points are saved in {out_dir}, rerun to compute the missing ones"
+        ) from e
+    return [load_point(path) for path in paths]
