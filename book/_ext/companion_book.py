@@ -12,7 +12,50 @@ jupyter-cache does not serve their old outputs (their code does not change when 
 """
 from __future__ import annotations
 
+import re
 from typing import Any
+
+# Docstrings in this package write math as plain text (|x|, n_+, c_i1). In reStructuredText
+# `|x|` is a substitution and `n_` a hyperlink target, both errors under -W. Outside inline
+# literals, roles, doctest and literal blocks, such characters are escaped before numpydoc runs.
+_LITERAL = re.compile(r"(``.+?``|(?::[\w:+-]+:)?`[^`]+`_{0,2})")
+_TARGET = re.compile(r"(?<=[\w)\]}])_(?=[\s,.;:)\]+\-]|$)")
+
+
+def escape_plain_math(lines: list[str]) -> list[str]:
+    r"""Escape ``|`` and trailing ``_`` in docstring prose (not in literals, doctests or code blocks).
+
+    >>> escape_plain_math(["x' = P_x M x / |B^T x|, n_+ tokens", "``|x|`` stays", ">>> abs(-1)  # |x|"])
+    ["x' = P_x M x / \\|B^T x\\|, n\\_+ tokens", '``|x|`` stays', '>>> abs(-1)  # |x|']
+    """
+    out, in_doctest, literal_indent = [], False, None
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        if not stripped:
+            in_doctest = False
+            out.append(line)
+            continue
+        if literal_indent is not None:
+            if indent > literal_indent:
+                out.append(line)
+                continue
+            literal_indent = None
+        if stripped.startswith(">>>") or in_doctest:
+            in_doctest = True
+            out.append(line)
+            continue
+        parts = _LITERAL.split(line)
+        for k in range(0, len(parts), 2):  # even parts are outside literals
+            parts[k] = _TARGET.sub(r"\\_", parts[k].replace("|", "\\|"))
+        out.append("".join(parts))
+        if stripped.endswith("::"):
+            literal_indent = indent
+    return out
+
+
+def _escape_docstring(app, what, name, obj, options, lines: list[str]) -> None:
+    lines[:] = escape_plain_math(lines)
 
 
 def _summaries(app) -> list[str]:
@@ -37,4 +80,5 @@ def setup(app) -> dict[str, Any]:
     app.add_config_value("companion_summary_docs", ["chapters/claims", "chapters/status"], "env")
     app.connect("env-get-outdated", _outdated)
     app.connect("env-before-read-docs", _order)
+    app.connect("autodoc-process-docstring", _escape_docstring, priority=400)  # before numpydoc (500)
     return {"parallel_read_safe": False, "parallel_write_safe": True, "version": "1"}

@@ -1,0 +1,47 @@
+"""Re-execute chapters into their reference notebooks: book/chapters/<slug>.md -> <slug>.ipynb.
+
+    python book/_scripts/refresh.py SLUG [SLUG ...]
+
+Reads the MyST source with jupytext, executes it with nbclient in book/chapters/ (as nbval and
+the book build do), and writes the executed .ipynb. A raising cell aborts with a non-zero exit and
+leaves the previous reference untouched. Uses nbclient directly: `jupytext --execute` needs
+nbconvert, which the pins do not include.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import jupytext
+import nbformat
+from nbclient import NotebookClient
+
+CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
+
+
+def refresh(slug: str, timeout: int = 1800) -> Path:
+    src = CHAPTERS / f"{slug}.md"
+    if not src.exists():
+        raise SystemExit(f"refresh: {src} does not exist")
+    nb = jupytext.read(src)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                            resources={"metadata": {"path": str(CHAPTERS)}})
+    client.execute()
+    out = src.with_suffix(".ipynb")
+    tmp = out.with_suffix(".ipynb.tmp")
+    nbformat.write(nb, tmp)
+    tmp.replace(out)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    for slug in argv:
+        t = time.perf_counter()
+        out = refresh(slug)
+        print(f"refresh: wrote {out.relative_to(CHAPTERS.parents[1])} ({time.perf_counter() - t:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
