@@ -1,0 +1,207 @@
+"""Command line: rerun any registered experiment, or sweep one over a grid on Dask.
+
+    python -m companion list
+    python -m companion run NAME [NAME ...] [--profile fast|full] [--device cpu|cuda] [--out DIR]
+    python -m companion run --all --profile fast
+    python -m companion sweep NAME --grid beta=1,4,9 --grid seed=0:8 [--scheduler tcp://host:8786]
+
+``run`` writes ``DIR/<name>/<profile>.npz`` (result), ``.json`` (provenance) and ``.png`` (figure),
+DIR defaulting to data/results; ``sweep`` writes one file pair per point under
+``DIR/<name>/sweep-<profile>/`` and resumes where a previous call stopped.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+__all__ = ["main", "build_parser", "parse_value", "parse_axis"]
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported as one line, exit status 2 (no traceback)."""
+
+
+def _checked(fn, *a, **kw):
+    try:
+        return fn(*a, **kw)
+    except (ValueError, TypeError) as e:
+        raise UsageError(str(e)) from e
+
+
+def parse_value(text: str) -> Any:
+    """A command-line value: JSON when it parses (numbers, true/false, null, lists), else the text.
+
+    Examples
+    --------
+    >>> parse_value("3"), parse_value("2.5"), parse_value("true"), parse_value("usa")
+    (3, 2.5, True, 'usa')
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _key_value(text: str, what: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{what} must look like KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def parse_axis(text: str) -> tuple[str, list[Any]]:
+    """A sweep axis ``KEY=v1,v2,...`` or ``KEY=start:stop`` (integers, stop excluded).
+
+    Examples
+    --------
+    >>> parse_axis("beta=1,4.5"), parse_axis("seed=0:3")
+    (('beta', [1, 4.5]), ('seed', [0, 1, 2]))
+    """
+    key, value = _key_value(text, "--grid")
+    parts = value.split(":")
+    if len(parts) == 2 and all(p.strip().lstrip("-").isdigit() for p in parts):
+        values: list[Any] = list(range(int(parts[0]), int(parts[1])))
+    else:
+        values = [parse_value(v) for v in value.split(",") if v != ""]
+    if not values:
+        raise argparse.ArgumentTypeError(f"--grid {key}= has no values")
+    return key, values
+
+
+def _param(text: str) -> tuple[str, Any]:
+    key, value = _key_value(text, "--param")
+    return key, parse_value(value)
+
+
+def _experiments_epilog() -> str:
+    try:
+        from .experiments import registry
+
+        reg = registry()
+    except Exception as e:  # --help must work even when a chapter module is broken
+        return f"experiments: the registry failed to import ({type(e).__name__}: {e})"
+    if not reg:
+        return "experiments: none registered yet"
+    width = max(len(n) for n in reg)
+    lines = ["experiments (name, chapter, description):"]
+    lines += [f"  {n:<{width}}  [{e.chapter}] {e.description}" for n, e in reg.items()]
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (its help lists the registered experiments)."""
+    epilog = _experiments_epilog()
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(prog="python -m companion", description=__doc__.split("\n\n")[0], epilog=epilog, formatter_class=fmt)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,run,sweep}")
+
+    sub.add_parser("list", help="list the registered experiments", epilog=epilog, formatter_class=fmt)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--profile", choices=("fast", "full"), default="fast", help="fast (CI scale) or full (paper scale, meant for a GPU)")
+        p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (default cpu)")
+        p.add_argument("--out", type=Path, default=None, help="results folder (default data/results)")
+
+    run = sub.add_parser("run", help="run experiments, save result + figure + provenance", epilog=epilog, formatter_class=fmt)
+    run.add_argument("names", nargs="*", metavar="EXPERIMENT")
+    run.add_argument("--all", action="store_true", help="run every registered experiment")
+    run.add_argument("--param", type=_param, action="append", default=[], metavar="KEY=VALUE", help="extra keyword for the experiment (repeatable)")
+    run.add_argument("--no-figure", action="store_true", help="skip the figure")
+    common(run)
+
+    sw = sub.add_parser("sweep", help="run an experiment over a parameter grid on Dask", epilog=epilog, formatter_class=fmt)
+    sw.add_argument("name", metavar="EXPERIMENT")
+    sw.add_argument("--grid", type=parse_axis, action="append", required=True, metavar="KEY=V1,V2|KEY=A:B", help="one axis of the grid (repeatable; the grid is their product)")
+    sw.add_argument("--scheduler", default=None, help="Dask scheduler address (default: a LocalCluster here), or 'serial'")
+    sw.add_argument("--workers", type=int, default=2, help="LocalCluster workers (default 2)")
+    common(sw)
+    return parser
+
+
+def _cmd_list() -> int:
+    from .experiments import registry
+
+    reg = registry()
+    if not reg:
+        print("no experiments registered")
+    for name, e in reg.items():
+        print(f"{name}\t{e.chapter}\t{e.description}")
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    from .experiments import get, registry
+    from .runs import run_experiment
+
+    from .gpu import resolve_device
+
+    names = list(registry()) if args.all else args.names
+    if not names:
+        raise UsageError("name at least one EXPERIMENT, or pass --all")
+    for n in names:
+        _checked(get, n)  # unknown names and devices fail before anything runs
+    _checked(resolve_device, args.device)
+    params = dict(args.param)
+    failed = []
+    bar = tqdm(names, desc=f"run ({args.profile}, {args.device})", unit="experiment", disable=len(names) < 2)
+    for n in bar:
+        bar.set_postfix_str(n)
+        try:
+            path = run_experiment(n, args.profile, args.device, out=args.out, params=params, figure=not args.no_figure)
+        except Exception as e:
+            if len(names) == 1:
+                raise
+            failed.append(n)
+            tqdm.write(f"FAILED {n}: {type(e).__name__}: {e}")
+            continue
+        tqdm.write(f"{n}: wrote {path} (+ .json{'' if args.no_figure else ', figure'})")
+    if failed:
+        print(f"{len(failed)} of {len(names)} experiments failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from .experiments import get
+    from .gpu import resolve_device
+    from .runs import results_dir
+    from .sweep import SERIAL, product_grid, run_sweep
+
+    exp = _checked(get, args.name)
+    device = _checked(resolve_device, args.device)
+    axes = dict(args.grid)
+    for reserved in ("profile", "device"):
+        if reserved in axes:
+            raise UsageError(f"--grid {reserved}=...: use --{reserved} instead")
+    if args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    grid = product_grid(**axes)
+    out = (args.out if args.out is not None else results_dir()) / args.name / f"sweep-{args.profile}"
+    func = functools.partial(exp.func, profile=args.profile, device=device)
+    results = run_sweep(func, grid, out, scheduler=SERIAL if args.scheduler == SERIAL else args.scheduler, n_workers=args.workers)
+    print(f"{args.name}: {len(results)} points in {out}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m companion`` and of the ``companion`` script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "list":
+            return _cmd_list()
+        if args.command == "run":
+            return _cmd_run(args)
+        return _cmd_sweep(args)
+    except UsageError as e:  # bad input: a clear message; errors inside experiments keep their traceback
+        parser.exit(2, f"{parser.prog} {args.command}: error: {e}\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""Rerunning registered experiments outside the book: results, figures and provenance under data/.
+
+The command line (``python -m companion run NAME``) and the status page are built on these:
+
+* :func:`run_experiment` calls an experiment in a profile and on a device, and writes
+  ``<out>/<name>/<profile>.npz`` (arrays), ``<profile>.json`` (provenance: config, versions, commit,
+  machine, device, wall time) and ``<profile>.png`` (its figure, when it has a plot function);
+* :func:`load_run` reads such a result back (``None`` when there is none);
+* :func:`figure_sources`, :func:`chapter_times` and :func:`machine` gather what the status page shows.
+"""
+from __future__ import annotations
+
+import io
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from .provenance import atomic_write_bytes, load_result, repo_root, save_result
+from .report import PROFILES
+from .sweep import flatten_result, unflatten_result
+
+__all__ = ["results_dir", "run_experiment", "load_run", "save_figures", "figure_sources", "chapter_times", "machine"]
+
+
+def results_dir(root: Path | str | None = None) -> Path:
+    """``data/results`` of the repository (or of ``root``)."""
+    return Path(root) / "data" / "results" if root is not None else repo_root() / "data" / "results"
+
+
+def _check_profile(profile: str) -> str:
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+    return profile
+
+
+def save_figures(plot, result: Mapping[str, Any], path: Path) -> list[Path]:
+    """Draw ``plot(result)`` off screen and write every figure it opened (``path``, ``path-2``...).
+
+    Plot functions of the chapters take ``ax=`` or ``axes=`` and may open several figures, so the
+    figures are collected from pyplot rather than passed in.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    plot(dict(result))
+    written = []
+    for i, num in enumerate(plt.get_fignums()):
+        fig = plt.figure(num)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+        p = path if i == 0 else path.with_name(f"{path.stem}-{i + 1}{path.suffix}")
+        written.append(atomic_write_bytes(p, buf.getvalue()))
+    plt.close("all")
+    return written
+
+
+def run_experiment(
+    name: str,
+    profile: str = "fast",
+    device: str = "cpu",
+    *,
+    out: Path | str | None = None,
+    params: Mapping[str, Any] | None = None,
+    figure: bool = True,
+) -> Path:
+    """Run the registered experiment ``name`` and save result, figure and provenance.
+
+    Parameters
+    ----------
+    name : a name from :func:`companion.experiments.registry`.
+    profile : ``"fast"`` or ``"full"``.
+    device : ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (checked by :func:`companion.gpu.resolve_device`).
+    out : results folder (default ``data/results``); files go to ``out/<name>/<profile>.*``.
+    params : extra keyword arguments for the experiment (recorded in the provenance).
+    figure : also draw the experiment's plot function, if it has one.
+
+    Returns
+    -------
+    Path of the .npz written (its provenance JSON and figure beside it).
+    """
+    from .experiments import get
+    from .gpu import resolve_device
+
+    exp = get(name)
+    _check_profile(profile)
+    device = resolve_device(device)
+    params = dict(params or {})
+    folder = (Path(out) if out is not None else results_dir()) / name
+    t0 = time.perf_counter()
+    result = exp.func(profile=profile, device=device, **params)
+    wall = time.perf_counter() - t0
+    arrays, other = flatten_result(result)
+    figures: list[str] = []
+    if figure and exp.plot is not None:
+        figures = [p.name for p in save_figures(exp.plot, result, folder / f"{profile}.png")]
+    config = {"experiment": name, "chapter": exp.chapter, "profile": profile, "device": device, "params": params}
+    return save_result(folder / f"{profile}.npz", arrays, config=config, seed=params.get("seed"),
+                       other=other, wall_time_s=round(wall, 3), figures=figures)
+
+
+def load_run(name: str, profile: str = "full", root: Path | str | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The result dict and provenance saved by :func:`run_experiment`, or None if there is none.
+
+    Lists come back as numpy arrays and 0-d arrays as Python scalars.
+    """
+    path = results_dir(root) / name / f"{_check_profile(profile)}.npz"
+    try:
+        arrays, meta = load_result(path)
+    except FileNotFoundError:
+        return None
+    return unflatten_result(arrays, meta.get("other")), meta
+
+
+def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[str, Any]]:
+    """For every registered experiment: which profile and device its figure in the book comes from.
+
+    A chapter shows a stored full-profile result when ``data/results/<name>/full.json`` exists (made
+    by ``python -m companion run NAME --profile full``, its device in the provenance); otherwise it
+    computes the experiment while it executes, in the book's ``profile``, on the CPU.
+    """
+    from .experiments import registry
+
+    rows = []
+    for name, exp in registry().items():
+        meta_path = results_dir(root) / name / "full.json"
+        if meta_path.exists():
+            meta = json.loads(meta_path.read_text())
+            dev = str((meta.get("config") or {}).get("device", "?"))
+            if dev.startswith("cuda"):  # the provenance names the GPU model
+                dev = str(meta.get("device", dev))
+            rows.append({"experiment": name, "chapter": exp.chapter, "profile": "full",
+                         "device": dev, "source": f"data/results/{name}/full.npz",
+                         "commit": (meta.get("commit") or "?")[:10], "created": meta.get("created", "?")})
+        else:
+            rows.append({"experiment": name, "chapter": exp.chapter, "profile": profile, "device": "cpu",
+                         "source": "computed while the chapter executes", "commit": "", "created": ""})
+    return rows
+
+
+def chapter_times(chapters: Path | str | None = None) -> list[dict[str, Any]]:
+    """Execution time of each committed reference notebook, from nbclient's per-cell timestamps.
+
+    Returns one row per ``book/chapters/*.ipynb``: ``chapter``, ``cells`` executed, ``seconds``
+    (first cell start to last cell end, None if the notebook carries no timing) and ``executed``
+    (UTC time of the last cell).
+    """
+    from datetime import datetime
+
+    folder = Path(chapters) if chapters is not None else repo_root() / "book" / "chapters"
+    rows = []
+    for nb in sorted(folder.glob("*.ipynb")):
+        cells = [c for c in json.loads(nb.read_text()).get("cells", []) if c.get("cell_type") == "code"]
+        stamps = []
+        for c in cells:
+            ex = c.get("metadata", {}).get("execution", {})
+            a, b = ex.get("iopub.execute_input"), ex.get("shell.execute_reply")
+            if a and b:
+                stamps.append((datetime.fromisoformat(a.replace("Z", "+00:00")), datetime.fromisoformat(b.replace("Z", "+00:00"))))
+        seconds = (max(b for _, b in stamps) - min(a for a, _ in stamps)).total_seconds() if stamps else None
+        last = max(b for _, b in stamps).strftime("%Y-%m-%d %H:%M UTC") if stamps else None
+        rows.append({"chapter": nb.stem, "cells": len(stamps), "seconds": seconds, "executed": last})
+    return rows
+
+
+def machine() -> dict[str, Any]:
+    """The machine this process runs on: platform, CPUs, Python, torch and its accelerator."""
+    import os
+
+    import torch
+
+    from .gpu import cuda_summary
+
+    return {
+        "platform": platform.platform(),
+        "processor": platform.machine(),
+        "cpus": os.cpu_count(),
+        "torch threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "accelerator": cuda_summary(),
+    }

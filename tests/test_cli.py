@@ -1,0 +1,148 @@
+"""The command line: run / sweep / list on a tiny experiment registered here, --help, bad input."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from companion import experiments
+from companion.__main__ import main, parse_axis
+from companion.runs import chapter_times, figure_sources, load_run
+
+NAME = "_test-cli-decay"
+
+
+def decay(profile: str = "fast", device: str = "cpu", *, rate: float = 0.5, seed: int = 0) -> dict:
+    """Exponential decay x' = -rate x by explicit Euler (test experiment)."""
+    import torch
+
+    n = {"fast": 20, "full": 40}[profile]
+    h = 1.0 / n
+    x = torch.ones((), dtype=torch.float64, device=device)
+    xs = [x]
+    for _ in range(n):
+        x = x - h * rate * x
+        xs.append(x)
+    return {"xs": torch.stack(xs), "final": float(x), "meta": {"steps": n, "profile": profile}}
+
+
+def plot_decay(result, ax=None):
+    import matplotlib.pyplot as plt
+
+    ax = ax or plt.subplots()[1]
+    ax.plot(result["xs"])
+
+
+@pytest.fixture
+def registered():
+    experiments.experiment(NAME, chapter="_test", plot=plot_decay)(decay)
+    yield NAME
+    experiments._REGISTRY.pop(NAME, None)
+
+
+def test_run_writes_result_figure_provenance(registered, tmp_path):
+    assert main(["run", NAME, "--profile", "fast", "--out", str(tmp_path), "--param", "rate=2"]) == 0
+    folder = tmp_path / NAME
+    assert sorted(p.name for p in folder.iterdir()) == ["fast.json", "fast.npz", "fast.png"]
+    assert (folder / "fast.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    result, meta = _load(tmp_path)
+    # Euler on x' = -2x, h = 1/20: x_N = (1 - 2/20)^20, independent of the code above.
+    assert result["final"] == pytest.approx(0.9**20, rel=1e-12)
+    np.testing.assert_allclose(result["xs"], 0.9 ** np.arange(21), rtol=1e-12)
+    assert result["meta"] == {"steps": 20, "profile": "fast"}
+    assert meta["config"] == {"experiment": NAME, "chapter": "_test", "profile": "fast", "device": "cpu", "params": {"rate": 2}}
+    assert meta["figures"] == ["fast.png"] and meta["wall_time_s"] >= 0
+    assert {"versions", "commit", "machine", "created"} <= set(meta)
+
+
+def _load(out):
+    from companion.provenance import load_result
+    from companion.sweep import unflatten_result
+
+    arrays, meta = load_result(out / NAME / "fast.npz")
+    return unflatten_result(arrays, meta.get("other")), meta
+
+
+def test_load_run_and_figure_sources(registered, tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPANION_ROOT", str(tmp_path))
+    assert load_run(NAME, "full") is None
+    row = next(r for r in figure_sources("fast") if r["experiment"] == NAME)
+    assert (row["profile"], row["device"]) == ("fast", "cpu")
+    assert main(["run", NAME, "--profile", "full", "--no-figure"]) == 0  # default out: $COMPANION_ROOT/data/results
+    result, meta = load_run(NAME, "full")
+    assert result["final"] == pytest.approx((1 - 0.5 / 40) ** 40, rel=1e-12)
+    row = next(r for r in figure_sources("fast") if r["experiment"] == NAME)
+    assert (row["profile"], row["device"], row["source"]) == ("full", "cpu", f"data/results/{NAME}/full.npz")
+
+
+def test_sweep_command(registered, tmp_path, capsys):
+    argv = ["sweep", NAME, "--grid", "rate=0.5,1", "--grid", "seed=0:2", "--scheduler", "serial", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    points = sorted((tmp_path / NAME / "sweep-fast").glob("point-*.json"))
+    assert len(points) == 4
+    finals = sorted(json.loads(p.read_text())["config"]["rate"] for p in points)
+    assert finals == [0.5, 0.5, 1, 1]
+    assert main(argv) == 0  # resumes: nothing left to do, same files
+    assert len(list((tmp_path / NAME / "sweep-fast").iterdir())) == 8
+    assert "4 points" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["run", "_no-such-experiment"], "unknown experiment"),
+        (["run", NAME, "--device", "tpu"], "device must be"),
+        (["run"], "at least one EXPERIMENT"),
+        (["sweep", NAME, "--grid", "profile=fast"], "use --profile"),
+    ],
+)
+def test_bad_input_exits_2_with_message(registered, argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cuda_request_without_gpu_is_a_clear_error(registered, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(SystemExit):
+        main(["run", NAME, "--device", "cuda"])
+    assert "sees no CUDA device" in capsys.readouterr().err
+
+
+def test_parse_axis_rejects_empty():
+    import argparse
+
+    with pytest.raises(argparse.ArgumentTypeError, match="no values"):
+        parse_axis("beta=")
+    with pytest.raises(argparse.ArgumentTypeError, match="KEY=VALUE"):
+        parse_axis("beta")
+
+
+def test_help_lists_registered_experiments():
+    out = subprocess.run([sys.executable, "-m", "companion", "--help"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    names = list(experiments.registry())
+    assert "experiments" in out.stdout
+    assert all(n in out.stdout for n in names)
+
+
+def test_chapter_times_from_notebook_metadata(tmp_path):
+    nb = {"cells": [
+        {"cell_type": "code", "metadata": {"execution": {"iopub.execute_input": "2026-01-01T00:00:01.000Z", "shell.execute_reply": "2026-01-01T00:00:03.500Z"}}},
+        {"cell_type": "markdown", "metadata": {}},
+        {"cell_type": "code", "metadata": {"execution": {"iopub.execute_input": "2026-01-01T00:00:04.000Z", "shell.execute_reply": "2026-01-01T00:01:01.250Z"}}},
+    ]}
+    (tmp_path / "ch.ipynb").write_text(json.dumps(nb))
+    (tmp_path / "bare.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}}]}))
+    rows = {r["chapter"]: r for r in chapter_times(tmp_path)}
+    assert rows["ch"]["cells"] == 2 and math.isclose(rows["ch"]["seconds"], 60.25)
+    assert rows["ch"]["executed"] == "2026-01-01 00:01 UTC"
+    assert rows["bare"]["seconds"] is None
