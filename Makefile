@@ -115,3 +115,9 @@ clean:
 
 print-%:
 	@echo '$($*)'
+
+# gpu-check (issue 7): the GPU-only tests and a short CPU-vs-GPU benchmark (bench/gpu_check.py),
+# one command under 5 minutes on a GPU machine; without CUDA it says so and exits 0.
+.PHONY: gpu-check
+gpu-check: $(STAMP)
+	$(PY) bench/gpu_check.py
