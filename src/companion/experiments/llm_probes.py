@@ -56,7 +56,7 @@ class Sizes:
 
 PROFILES = {
     "fast": Sizes(eval_blocks=2, block_len=128, ranks_random=(1, 8, 64),
-                  norms=(0.5, 2.0, 5.0, 10.0, 20.0, 50.0), random_targets=(("v_proj",),),
+                  norms=(1.0, 5.0, 10.0, 20.0, 50.0), random_targets=(("v_proj",),),
                   ranks_train=(8, 32), steps=20, batch_size=2, eval_every=5, lr=5e-3, train_blocks=256,
                   rep_blocks=2, rep_len=64),
     "full": Sizes(eval_blocks=32, block_len=256, ranks_random=(1, 8, 64),
@@ -110,13 +110,19 @@ def transition_norm(norms: Sequence[float], ppl: Sequence[float], ppl0: float, f
 
 @experiment("llm_random_adapters", chapter=CHAPTER)
 def llm_random_adapters(profile: str = "fast", device: str = "cpu", *, model_path=None, seed: int = 0,
-                        progress: bool = False) -> dict[str, Any]:
-    """Fig. 2: base-domain perplexity under random LoRA adapters (Assumption 4.1) against their norm."""
+                        targets: Sequence[Sequence[str]] | None = None, progress: bool = False) -> dict[str, Any]:
+    """Fig. 2: base-domain perplexity under random LoRA adapters (Assumption 4.1) against their norm.
+
+    ``targets``: module-name groups to perturb, one curve set each (default: the profile's,
+    ``v_proj`` in fast; ``v_proj``, ``q_proj``, ``k_proj`` in full).
+    """
     from tqdm.auto import tqdm
 
     from ..llm import probes
 
     sz = _sizes(profile)
+    if targets is not None:
+        sz = dataclasses.replace(sz, random_targets=tuple(tuple(t) for t in targets))
     model, tok, path = _load(model_path, device)
     ids = _eval_ids(tok, "bbc", sz)
     ppl0 = probes.perplexity(model, ids)
@@ -161,10 +167,10 @@ def llm_training(profile: str = "fast", device: str = "cpu", *, model_path=None,
         pm = probes.add_lora(model, r, targets=targets)
 
         def evaluate(m, step):
-            H = probes.hidden_states(m, base_ids)
+            ppl_base, H = probes.perplexity_and_hidden_states(m, base_ids)
             drift = probes.relative_drift(H, H_base).numpy()
             return {
-                "ppl_base": probes.perplexity(m, base_ids),
+                "ppl_base": ppl_base,
                 "ppl_new": probes.perplexity(m, new_ids),
                 "norm": float(probes.update_norm(m, value_module).pow(2).sum().sqrt()),
                 "align": probes.alignment(m, value_module).numpy(),

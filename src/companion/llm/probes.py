@@ -27,6 +27,7 @@ __all__ = [
     "random_word_text",
     "perplexity",
     "hidden_states",
+    "perplexity_and_hidden_states",
     "add_lora",
     "lora_layers",
     "lora_delta",
@@ -187,6 +188,21 @@ def perplexity(model, ids: torch.Tensor, *, batch_size: int = 4) -> float:
 
 
 @torch.no_grad()
+def perplexity_and_hidden_states(model, ids: torch.Tensor, *, batch_size: int = 4) -> tuple[float, torch.Tensor]:
+    """:func:`perplexity` and :func:`hidden_states` from one forward pass per batch."""
+    ids = _check_ids(ids)
+    dev = next(model.parameters()).device
+    outs, total, count = [], 0.0, 0
+    for i in range(0, ids.shape[0], batch_size):
+        b = ids[i : i + batch_size].to(dev)
+        o = model(input_ids=b, output_hidden_states=True, use_cache=False)
+        outs.append(torch.stack([h.float() for h in o.hidden_states[1:]]))
+        logits = o.logits[:, :-1].float()
+        total += float(torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), b[:, 1:].reshape(-1), reduction="sum"))
+        count += b[:, 1:].numel()
+    return math.exp(total / count), torch.cat(outs, dim=1)
+
+
 def hidden_states(model, ids: torch.Tensor, *, batch_size: int = 4) -> torch.Tensor:
     """Hidden states after each decoder layer.
 
@@ -195,13 +211,7 @@ def hidden_states(model, ids: torch.Tensor, *, batch_size: int = 4) -> torch.Ten
     H : (L, blocks, seq, hidden) float tensor; ``H[l-1]`` is the output of layer ``l``
         (the embeddings are dropped; the last entry is the model's final normed state).
     """
-    ids = _check_ids(ids)
-    dev = next(model.parameters()).device
-    outs = []
-    for i in range(0, ids.shape[0], batch_size):
-        hs = model(input_ids=ids[i : i + batch_size].to(dev), output_hidden_states=True, use_cache=False).hidden_states
-        outs.append(torch.stack([h.float() for h in hs[1:]]))
-    return torch.cat(outs, dim=1)
+    return perplexity_and_hidden_states(model, ids, batch_size=batch_size)[1]
 
 
 # ---------------------------------------------------------------- LoRA
