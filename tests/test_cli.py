@@ -142,7 +142,11 @@ def test_chapter_times_from_notebook_metadata(tmp_path):
     ]}
     (tmp_path / "ch.ipynb").write_text(json.dumps(nb))
     (tmp_path / "bare.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}}]}))
+    rec = {"execution_seconds": 12.5, "executed": "2026-02-02 10:00 UTC", "machine": "Linux-x, 2 CPUs", "profile": "fast"}
+    (tmp_path / "made.ipynb").write_text(json.dumps({"metadata": {"companion": rec}, "cells": nb["cells"]}))
     rows = {r["chapter"]: r for r in chapter_times(tmp_path)}
     assert rows["ch"]["cells"] == 2 and math.isclose(rows["ch"]["seconds"], 60.25)
-    assert rows["ch"]["executed"] == "2026-01-01 00:01 UTC"
+    assert rows["ch"]["executed"] == "2026-01-01 00:01 UTC" and rows["ch"]["machine"] is None
     assert rows["bare"]["seconds"] is None
+    # The build record written by make refresh wins over the cell timestamps.
+    assert (rows["made"]["seconds"], rows["made"]["machine"], rows["made"]["profile"]) == (12.5, "Linux-x, 2 CPUs", "fast")

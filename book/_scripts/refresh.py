@@ -9,8 +9,11 @@ nbconvert, which the pins do not include.
 """
 from __future__ import annotations
 
+import os
+import platform
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import jupytext
@@ -27,7 +30,16 @@ def refresh(slug: str, timeout: int = 1800) -> Path:
     nb = jupytext.read(src)
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
                             resources={"metadata": {"path": str(CHAPTERS)}})
+    t0 = time.perf_counter()
     client.execute()
+    # Build record for the Status chapter (companion.runs.chapter_times): nbval ignores notebook
+    # metadata, so this one volatile block never breaks a comparison.
+    nb.metadata["companion"] = {
+        "execution_seconds": round(time.perf_counter() - t0, 1),
+        "executed": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
+        "profile": os.environ.get("COMPANION_PROFILE", "fast"),
+    }
     out = src.with_suffix(".ipynb")
     tmp = out.with_suffix(".ipynb.tmp")
     nbformat.write(nb, tmp)

@@ -143,18 +143,27 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
 
 
 def chapter_times(chapters: Path | str | None = None) -> list[dict[str, Any]]:
-    """Execution time of each committed reference notebook, from nbclient's per-cell timestamps.
+    """Execution time of each committed reference notebook, and the machine that executed it.
 
-    Returns one row per ``book/chapters/*.ipynb``: ``chapter``, ``cells`` executed, ``seconds``
-    (first cell start to last cell end, None if the notebook carries no timing) and ``executed``
-    (UTC time of the last cell).
+    ``book/_scripts/refresh.py`` (``make refresh``) writes ``metadata.companion`` into each
+    reference notebook: ``execution_seconds``, ``executed`` (UTC), ``machine``, ``profile``.
+    Notebooks executed otherwise fall back to nbclient's per-cell timestamps, when recorded.
+
+    Returns one row per ``book/chapters/*.ipynb``: ``chapter``, ``cells`` (code cells),
+    ``seconds`` (None if unknown), ``executed``, ``machine`` and ``profile`` (None if unknown).
     """
     from datetime import datetime
 
     folder = Path(chapters) if chapters is not None else repo_root() / "book" / "chapters"
     rows = []
     for nb in sorted(folder.glob("*.ipynb")):
-        cells = [c for c in json.loads(nb.read_text()).get("cells", []) if c.get("cell_type") == "code"]
+        doc = json.loads(nb.read_text())
+        cells = [c for c in doc.get("cells", []) if c.get("cell_type") == "code"]
+        rec = doc.get("metadata", {}).get("companion") or {}
+        if "execution_seconds" in rec:
+            rows.append({"chapter": nb.stem, "cells": len(cells), "seconds": float(rec["execution_seconds"]),
+                         "executed": rec.get("executed"), "machine": rec.get("machine"), "profile": rec.get("profile")})
+            continue
         stamps = []
         for c in cells:
             ex = c.get("metadata", {}).get("execution", {})
@@ -163,7 +172,7 @@ def chapter_times(chapters: Path | str | None = None) -> list[dict[str, Any]]:
                 stamps.append((datetime.fromisoformat(a.replace("Z", "+00:00")), datetime.fromisoformat(b.replace("Z", "+00:00"))))
         seconds = (max(b for _, b in stamps) - min(a for a, _ in stamps)).total_seconds() if stamps else None
         last = max(b for _, b in stamps).strftime("%Y-%m-%d %H:%M UTC") if stamps else None
-        rows.append({"chapter": nb.stem, "cells": len(stamps), "seconds": seconds, "executed": last})
+        rows.append({"chapter": nb.stem, "cells": len(cells), "seconds": seconds, "executed": last, "machine": None, "profile": None})
     return rows
 
 
