@@ -102,7 +102,8 @@ def provenance(config: Mapping[str, Any] | Any = None, seed: int | None = None, 
         "commit": _git_commit(root),
         "python": platform.python_version(),
         "machine": platform.platform(),
-        "device": "cuda:" + torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+        # the device a run used is the caller's to state (extra["device"]); here only what exists
+        "cuda_device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         **{k: _jsonable(v) for k, v in extra.items()},
     }
