@@ -49,7 +49,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "fast": dict(
         modal=dict(trials=8, n=16, t1=5.0, dt=0.01),
         cases=dict(count=240),
-        boundary=dict(betas=(0.2, 0.5, 1.0, 1.5, 2.0, 3.0), bisect=30),
+        boundary=dict(betas=(0.2, 0.5, 1.0, 1.5, 2.0, 3.0), bisect=26),
         cone=dict(trials=20, n=80, t1=10.0, dt=0.05, delta=0.2),
         ensemble=dict(trials=200, n=80, t1=30.0, dt=0.2, saves=61),
         two=dict(trials=200, t1=30.0, dt=0.05, saves=151),
@@ -368,6 +368,7 @@ def stability_cases(profile: str = "fast", device: str = "cpu", **kw) -> dict[st
                 d=d, lambdas=lam.tolist(), p=p, beta=beta, n_plus=n_plus, n_minus=n_minus,
                 kind="homogeneous" if n_minus == 0 else "sign-split",
                 singleton=(n_minus == 0 and n_plus == 1) or (n_minus > 0 and min(n_plus, n_minus) == 1),
+                gammas=th.gammas(float(lam[p]), beta, n_plus, n_minus),
                 lead=lead, jacobian_stable=lead < 0, stated=stated, blocks=blocks,
                 spectrum_error=_match_error(ev, ev_th), fd_error=(J - Jfd).abs().max().item(),
             )
@@ -483,14 +484,16 @@ def cone_bound(profile: str = "fast", device: str = "cpu", **kw) -> dict[str, An
     delta = c1[0].amin(dim=-1)  # (trials,) the tightest delta of each trial
     R = (xs[..., 1:] / c1[..., None]).abs().amax(dim=2)  # (T, trials, 2)
     bound = th.cone_ratio_bound(R[0], delta[:, None], float(lam[0]), lam[1:][None, :], ts)
-    ratio = (R / bound).amax().item()
+    ratio = (R / bound).amax().item()  # 1 at t = 0 by construction
+    ratio_after0 = (R / bound)[1:].amax().item()
     m = c1.amin(dim=-1)
     idx = [int(torch.argmin((ts - s).abs())) for s in snap_t]
     snaps = xs[idx, 0]
     return dict(
-        ts=_np(ts), R=_np(R), bound=_np(bound), max_ratio=ratio,
+        ts=_np(ts), R=_np(R), bound=_np(bound), max_ratio=ratio, max_ratio_after0=ratio_after0,
         min_dm=torch.diff(m, dim=0).amin().item(),
         final_R=R[-1].amax().item(),
+        final_rho_min=metrics.rho_min(xs[-1]).amin().item(),
         snap_t=snap_t, snapshots=_np(snaps),
         snap_mean_c1=[float(snaps[i, :, 0].mean()) for i in range(len(snap_t))],
         snap_rho_min=[float(metrics.rho_min(snaps[i])) for i in range(len(snap_t))],
