@@ -45,7 +45,7 @@ def chromium(in_ci) -> str:
 
 @pytest.fixture(scope="module")
 def html_dir(in_ci) -> Path:
-    d = Path(os.environ.get("COMPANION_BOOK_HTML", ROOT / "book" / "_build" / "html"))
+    d = Path(os.environ.get("COMPANION_BOOK_HTML", ROOT / "book" / "_build" / "html")).resolve()
     if not (d / "intro.html").exists():
         _unavailable(in_ci, f"no built book at {d} (run make book, or make book-ref)")
     return d

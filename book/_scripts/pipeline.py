@@ -188,6 +188,10 @@ def ref_config(out: Path, book: Path = BOOK) -> Path:
     cfg.setdefault("execute", {})["execute_notebooks"] = "off"
     pats = [p for p in cfg.get("exclude_patterns", []) if p != "**.ipynb"]
     cfg["exclude_patterns"] = pats + ["chapters/*.md"]
+    # Jupyter Book resolves local extensions relative to the config file, which lives elsewhere.
+    ext = cfg.get("sphinx", {}).get("local_extensions") or {}
+    for name, where in ext.items():
+        ext[name] = str((book / where).resolve())
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("# GENERATED from book/_config.yml by book/_scripts/pipeline.py ref-config\n" + yaml.safe_dump(cfg, sort_keys=False))

@@ -4,8 +4,9 @@
 
 Reads the MyST source with jupytext, executes it with nbclient in book/chapters/ (as nbval and
 the book build do), and writes the executed .ipynb. A raising cell aborts with a non-zero exit and
-leaves the previous reference untouched. Uses nbclient directly: `jupytext --execute` needs
-nbconvert, which the pins do not include.
+leaves the previous reference untouched. The notebook's ``metadata.companion`` records how long
+the execution took, when, where and in which profile (the status chapter shows it). Uses nbclient
+directly: `jupytext --execute` needs nbconvert, which the pins do not include.
 """
 from __future__ import annotations
 
