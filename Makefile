@@ -34,7 +34,7 @@ export PYTHONHASHSEED := 0
 .PHONY: help venv llm-assets mathjax chromium toc book book-ref refresh test test-unit test-nbval test-render clean print-%
 
 help:
-	@sed -n '1,9p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '/^[^#]/q; s/^# \{0,1\}//p' Makefile
 
 ## --- environment -------------------------------------------------------------------------------
 venv: $(STAMP)

@@ -218,3 +218,46 @@ def test_ci_entry_point():
     run = (ROOT / ".ci" / "run").read_text().splitlines()
     assert run[0] == "#!/usr/bin/env bash" and "set -euo pipefail" in run and "make test" in run
     assert (ROOT / ".ci" / "run").stat().st_mode & 0o111, ".ci/run must be executable"
+
+
+# --------------------------------------------------------------------------- Sphinx hooks
+def _ext():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("companion_book_ext", ROOT / "book" / "_ext" / "companion_book.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_summary_chapters_are_read_last_and_reread():
+    ext = _ext()
+
+    class App:
+        class config:
+            companion_summary_docs = ["chapters/claims", "chapters/status"]
+
+    class Env:
+        found_docs = {"intro", "chapters/claims", "chapters/introduction", "chapters/status"}
+
+    docs = ["chapters/claims", "chapters/introduction", "chapters/status", "intro"]
+    ext._order(App, Env, docs)
+    assert docs == ["chapters/introduction", "intro", "chapters/claims", "chapters/status"]
+    assert ext._outdated(App, Env, set(), {"chapters/introduction"}, set()) == ["chapters/claims", "chapters/status"]
+    assert ext._outdated(App, Env, set(), {"chapters/claims"}, set()) == []  # nothing else changed
+
+
+def test_docstring_escaping_keeps_literals_and_code():
+    ext = _ext()
+    lines = [
+        "Bound |x - y| <= c_i1 with n_+ tokens and ``|z|``, :math:`|w|`.",
+        "Example::",
+        "",
+        "    |kept| n_",
+        "back to prose |a|",
+        ">>> abs(-1)  # |x|",
+        "1",
+    ]
+    out = ext.escape_plain_math(lines)
+    assert out[0] == r"Bound \|x - y\| <= c_i1 with n\_+ tokens and ``|z|``, :math:`|w|`."
+    assert out[3] == "    |kept| n_" and out[4] == r"back to prose \|a\|" and out[5:] == lines[5:]
