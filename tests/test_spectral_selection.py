@@ -63,8 +63,8 @@ def test_modal_model_reproduces_direct_simulation():
 
 
 def test_consensus_and_bipolar_checks():
-    r = ss.invariant_manifolds()
-    assert r["consensus_error"] < 1e-8
+    r = ss.invariant_manifolds(t1=3.0, dt=0.02, energy_trials=4, energy_dt=0.05)
+    assert r["consensus_error"] < 1e-7
     assert r["bipolar_offset"] < 1e-12
     assert r["min_signed_dM"] >= 0
     assert r["alpha_error"] < 1e-12

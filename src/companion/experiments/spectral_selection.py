@@ -48,6 +48,7 @@ V_NEGATIVE = (-0.5, -1.0, -1.5)
 PROFILES: dict[str, dict[str, Any]] = {
     "fast": dict(
         modal=dict(trials=8, n=16, t1=5.0, dt=0.01),
+        manifolds=dict(t1=6.0, dt=0.01, energy_trials=20, energy_dt=0.02),
         cases=dict(count=240),
         boundary=dict(betas=(0.2, 0.5, 1.0, 1.5, 2.0, 3.0), bisect=26),
         cone=dict(trials=20, n=80, t1=10.0, dt=0.05, delta=0.2),
@@ -57,6 +58,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     ),
     "full": dict(
         modal=dict(trials=32, n=64, t1=10.0, dt=0.005),
+        manifolds=dict(t1=6.0, dt=0.005, energy_trials=200, energy_dt=0.01),
         cases=dict(count=2000),
         boundary=dict(betas=tuple(np.round(np.linspace(0.1, 3.0, 30), 3)), bisect=40),
         cone=dict(trials=200, n=80, t1=20.0, dt=0.02, delta=0.2),
@@ -255,17 +257,15 @@ def plot_modal_form(result: dict[str, Any], ax=None):
 @experiment("spectral-invariant-manifolds", chapter="spectral_selection")
 def invariant_manifolds(profile: str = "fast", device: str = "cpu", **kw) -> dict[str, Any]:
     """Consensus p_k(t) vs closed form; balanced bipolar M(t) monotone, alpha = tanh(beta M); energy."""
-    seed = int(kw.pop("seed", 0))
-    if kw:
-        raise ValueError(f"unknown options {sorted(kw)}")
-    g = torch.Generator().manual_seed(seed)
+    cfg = _profile(profile, "manifolds", kw)
+    g = torch.Generator().manual_seed(int(cfg.get("seed", 0)))
     lam = torch.tensor([1.0, 0.3, -0.4, -1.2], dtype=torch.float64)
     V = torch.diag(lam).to(device)
-    d, beta, t1 = 4, 1.5, 6.0
+    d, beta, t1, dt = 4, 1.5, cfg["t1"], cfg["dt"]
     ts = torch.linspace(0, t1, 61)
     # consensus: all n tokens at one random point u, six independent points
     u = init.uniform_sphere(6, 1, d, generator=g).to(device)
-    sol = simulate(models.spectral(V, beta), u.expand(6, 5, d).contiguous(), t1, dt=0.01, save_at=ts).xs
+    sol = simulate(models.spectral(V, beta), u.expand(6, 5, d).contiguous(), t1, dt=dt, save_at=ts).xs
     p_sim = sol[:, :, 0, :] ** 2  # (T, 6, d)
     p_th = torch.stack([th_consensus.consensus_modal_masses(u[j, 0].cpu() ** 2, lam, ts) for j in range(6)], 1)
     consensus_err = (p_sim.cpu() - p_th).abs().amax().item()
@@ -274,7 +274,7 @@ def invariant_manifolds(profile: str = "fast", device: str = "cpu", **kw) -> dic
     u = init.uniform_sphere(6, 1, d, generator=g).to(device)
     s = torch.tensor([1.0, 1.0, 1.0, -1.0, -1.0, -1.0], dtype=torch.float64, device=device)
     X0 = s[None, :, None] * u
-    sol = simulate(models.spectral(V, beta), X0, t1, dt=0.01, save_at=ts).xs  # (T, 6, 6, d)
+    sol = simulate(models.spectral(V, beta), X0, t1, dt=dt, save_at=ts).xs  # (T, 6, 6, d)
     U = sol[:, :, 0, :]
     off = (sol - s[None, None, :, None] * U[:, :, None, :]).norm(dim=-1).amax().item()
     M = (U * (U @ V)).sum(-1)  # (T, 6)
@@ -289,10 +289,10 @@ def invariant_manifolds(profile: str = "fast", device: str = "cpu", **kw) -> dic
     dM_field = 2 * (F[:, :, 0, :] * (U @ V)).sum(-1)  # M' = 2 <u', V u> from the model's own field
     dM_err = (dM_field - dM_th).abs().amax().item()
     # energy along generic trajectories, two temperatures
-    x0 = init.uniform_sphere(20, 20, d, generator=g).to(device)
+    x0 = init.uniform_sphere(cfg["energy_trials"], 20, d, generator=g).to(device)
     min_dlogE = math.inf
     for b in (0.5, 2.0):
-        xs = simulate(models.spectral(V, b), x0, t1, dt=0.02, save_at=ts).xs
+        xs = simulate(models.spectral(V, b), x0, t1, dt=cfg["energy_dt"], save_at=ts).xs
         logE = metrics.interaction_energy(xs.flatten(0, 1), V, b, log=True).reshape(len(ts), -1)
         min_dlogE = min(min_dlogE, torch.diff(logE, dim=0).amin().item())
     return dict(
@@ -307,6 +307,7 @@ def invariant_manifolds(profile: str = "fast", device: str = "cpu", **kw) -> dic
         min_dlogE=min_dlogE,
         lambdas=_np(lam),
         beta=beta,
+        config=cfg,
     )
 
 
