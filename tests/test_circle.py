@@ -185,3 +185,62 @@ def test_clusters():
     assert c.size == 4 and 0.95 < w.sum() <= 1
     assert float(circular_distance(np.sort(c), np.sort((0.3 + np.arange(4) * np.pi / 2) % (2 * np.pi))).max()) < 0.01
     assert circle_cluster_count(uniform_angles(1, 5000, generator=g)) == 0
+
+
+# ----------------------------------------------------------------------------- the mean-field PDE
+
+from companion.pde import circle_w1, density_moments, face_velocity, noisy_uniform, quantile_tokens, solve_mean_field  # noqa: E402
+from companion.theory.metastable import gamma_k  # noqa: E402
+
+
+def _cells(M):
+    return (torch.arange(M, dtype=torch.float64) + 0.5) * 2 * math.pi / M
+
+
+@pytest.mark.parametrize("normalization", ["usa", "softmax"])
+def test_face_velocity_equals_particle_field_of_a_smooth_density(normalization):
+    # the same velocity from the FFT quadrature of the density and, pairwise, from tokens at its quantiles
+    M, beta = 512, 3.0
+    u = (1 + 0.3 * torch.cos(2 * _cells(M) - 0.4)) / (2 * math.pi)
+    v = face_velocity(u, beta, normalization)[::8]
+    faces = ((torch.arange(M, dtype=torch.float64) + 1) * 2 * math.pi / M)[::8]
+    tokens = quantile_tokens(u, 20_000)[0, :, 0]
+    D = faces[:, None] - tokens[None, :]
+    E = torch.exp(beta * torch.cos(D))
+    num = -(E * torch.sin(D)).mean(1)
+    ref = num if normalization == "usa" else num / E.mean(1)
+    assert torch.allclose(v, ref, atol=1e-3 * ref.abs().max().item())
+
+
+def test_pde_conserves_mass_and_positivity_and_grows_at_gamma():
+    M, beta, eps, k = 1024, 5.0, 1e-5, 3
+    u0 = (1 + eps * torch.cos(k * _cells(M))) / (2 * math.pi)
+    t1 = 0.1
+    ts, us, st = solve_mean_field(u0, beta, t1, save_at=[0.0, t1])
+    assert st["mass_drift"] < 1e-13
+    assert us.min().item() >= 0
+    growth = (density_moments(us[-1], k)[k].abs() / density_moments(us[0], k)[k].abs()).item()
+    assert math.log(growth) / t1 == pytest.approx(float(gamma_k(k, beta)), rel=0.02)
+
+
+def test_noisy_uniform_and_quantiles():
+    g = torch.Generator().manual_seed(0)
+    u = noisy_uniform(256, 0.01, generator=g)
+    assert abs(u.sum().item() * 2 * math.pi / 256 - 1) < 1e-12
+    th = quantile_tokens(u, 5000)
+    assert circle_w1(th, u) < 1e-3  # quantile tokens are O(1/n) from the density
+    iid = uniform_angles(1, 5000, generator=g)
+    assert circle_w1(iid, u) > circle_w1(th, u)
+    with pytest.raises(ValueError, match="cfl"):
+        solve_mean_field(u, 1.0, 0.1, cfl=0.9)
+    with pytest.raises(TypeError):
+        face_velocity(np.ones(16), 1.0)
+
+
+def test_w1_of_a_shifted_atom():
+    # an atom against a narrow bump at distance 1: W1 = 1 (up to the bump's width)
+    M = 4096
+    u = torch.zeros(M, dtype=torch.float64)
+    u[M // 4] = M / (2 * math.pi)  # all mass in one cell around pi/2
+    c = (M // 4 + 0.5) * 2 * math.pi / M
+    assert circle_w1(torch.tensor([c - 1.0]), u) == pytest.approx(1.0, abs=1e-3)

@@ -121,29 +121,38 @@ def fourier_truncation(beta: float, tol: float = 1e-16) -> int:
 
 
 def _block_powers(z: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor, int, int]:
-    """Powers of z for k = 0..K as two factors: z^(qL + r) = W[q, :] * Z[r, :].
+    """Powers of z for k = 0..K as two factors: z^(qL + r) = W[..., q, :] * Z[..., r, :].
 
-    z : (b,) complex. Returns W : (Q, b), Z : (L, b), L, Q with L*Q >= K + 1, L ~ sqrt(K + 1).
-    Only L + Q - 2 elementwise complex products per token instead of K; the error of a power
-    grows like (q + r) eps, harmless for K in the hundreds.
+    z : (tb, b) complex. Returns W : (tb, Q, b), Z : (tb, L, b), L, Q with L*Q >= K + 1,
+    L ~ sqrt(K + 1). Only L + Q - 2 elementwise complex products per token instead of K; the
+    error of a power grows like (q + r) eps, harmless for K in the hundreds.
     """
     L = max(1, math.isqrt(K + 1))
     Q = -(-(K + 1) // L)
-    b = z.shape[0]
-    Z = torch.empty(L, b, dtype=z.dtype, device=z.device)
-    W = torch.empty(Q, b, dtype=z.dtype, device=z.device)
-    Z[0] = 1
+    tb, b = z.shape
+    Z = torch.empty(tb, L, b, dtype=z.dtype, device=z.device)
+    W = torch.empty(tb, Q, b, dtype=z.dtype, device=z.device)
+    Z[:, 0] = 1
     if L > 1:
-        Z[1] = z
+        Z[:, 1] = z
     for r in range(2, L):
-        torch.mul(Z[r - 1], z, out=Z[r])
-    zL = Z[L - 1] * z
-    W[0] = 1
+        torch.mul(Z[:, r - 1], z, out=Z[:, r])
+    zL = Z[:, L - 1] * z
+    W[:, 0] = 1
     if Q > 1:
-        W[1] = zL
+        W[:, 1] = zL
     for q in range(2, Q):
-        torch.mul(W[q - 1], zL, out=W[q])
+        torch.mul(W[:, q - 1], zL, out=W[:, q])
     return W, Z, L, Q
+
+
+def _blocks(T: int, n: int, chunk: int) -> list[tuple[slice, slice]]:
+    """(trials, tokens) blocks of about ``chunk`` tokens: one trial at a time when n is large,
+    several trials together when n is small (fewer, larger operations)."""
+    if n >= chunk:
+        return [(slice(i, i + 1), sl) for i in range(T) for sl in _chunks(n, chunk)]
+    per = max(1, chunk // n)
+    return [(slice(i, min(T, i + per)), slice(0, n)) for i in range(0, T, per)]
 
 
 def _unit(t: torch.Tensor) -> torch.Tensor:
@@ -185,20 +194,18 @@ def circle_moments(theta: torch.Tensor, K: int) -> torch.Tensor:
 def _moments(t: torch.Tensor, K: int, chunk: int, keep: bool = False):
     """m_k, k = 0..QL-1 as (trials, Q*L) (exact beyond K too), and the per-block powers if ``keep``.
 
-    Trials are looped over (2-D products are faster than batched ones here) and tokens go in
-    blocks of ``chunk`` so that a block's powers stay in cache.
+    Tokens go in blocks of about ``chunk`` (see :func:`_blocks`) so that a block's powers stay in cache.
     """
     T, n = t.shape
     L = max(1, math.isqrt(K + 1))
     Q = -(-(K + 1) // L)
     M = torch.zeros(T, Q, L, dtype=torch.complex128 if t.dtype == torch.float64 else torch.complex64, device=t.device)
     kept = []
-    for i in range(T):
-        for sl in _chunks(n, chunk):
-            W, Z, _, _ = _block_powers(_unit(t[i, sl]), K)
-            M[i] += W @ Z.T  # entry (q, r) sums z^(qL + r)
-            if keep:
-                kept.append((W, Z))
+    for tr, sl in _blocks(T, n, chunk):
+        W, Z, _, _ = _block_powers(_unit(t[tr, sl]), K)
+        M[tr] += W @ Z.transpose(-1, -2)  # entry (q, r) sums z^(qL + r)
+        if keep:
+            kept.append((W, Z))
     return (M / n).reshape(T, Q * L), kept, L, Q
 
 
@@ -320,15 +327,14 @@ def circle_field_fourier(theta: torch.Tensor, beta: float, normalization: str = 
     out = torch.empty_like(t)
     scale = math.exp(beta)
     kept.reverse()
-    for i in range(t.shape[0]):
-        for sl in _chunks(n, _CHUNK):
-            W, Z = kept.pop() if keep else _block_powers(_unit(t[i, sl]), K)[:2]
-            S = A[i] @ W  # (L or 2L, b): row r is sum_q A[r, q] z^(qL)
-            num = (S[:L] * Z).imag.sum(0)
-            if normalization == "usa":
-                out[i, sl] = -scale * num
-            else:
-                out[i, sl] = -num / (S[L:] * Z).real.sum(0)
+    for tr, sl in _blocks(t.shape[0], n, _CHUNK):
+        W, Z = kept.pop() if keep else _block_powers(_unit(t[tr, sl]), K)[:2]
+        S = A[tr] @ W  # (tb, L or 2L, b): row r is sum_q A[r, q] z^(qL)
+        num = (S[:, :L] * Z).imag.sum(1)
+        if normalization == "usa":
+            out[tr, sl] = -scale * num
+        else:
+            out[tr, sl] = -num / (S[:, L:] * Z).real.sum(1)
     return out.unsqueeze(-1)
 
 
