@@ -86,9 +86,9 @@ book: $(STAMP) llm-assets mathjax toc
 # The same book from the committed reference .ipynb, execution off (what the render check opens
 # in `make test`, right after nbval has verified those references).
 book-ref: $(STAMP) mathjax toc
-	@$(PIPELINE) ref-config $(REF_OUT)/_config.yml
-	@$(if $(strip $(CHAPTERS)),$(PIPELINE) toc-subset $(REF_OUT)/_toc.subset.yml $(CHAPTERS),:)
-	$(JB) build book --config $(REF_OUT)/_config.yml $(if $(strip $(CHAPTERS)),--toc $(CURDIR)/$(REF_OUT)/_toc.subset.yml,) --path-output $(REF_OUT) $(JB_FLAGS)
+	@$(PIPELINE) ref-config $(REF_OUT) $(CHAPTERS)
+	@$(PIPELINE) guard $(REF_OUT)/_build
+	$(JB) build book --config $(REF_OUT)/_config.yml --toc $(CURDIR)/$(REF_OUT)/_toc.yml --path-output $(REF_OUT) $(JB_FLAGS)
 
 # Re-execute chapters into their reference .ipynb: all, or CHAPTER=<slug> (the summary chapters,
 # "What reproduces" and "Status", are refreshed after it since they show its ledger rows).
