@@ -557,7 +557,7 @@ def plot_remark34_ranks(result: dict[str, Any], ax=None):
 # ----------------------------------------------------------------------------- mitigation
 
 
-@experiment("mitigation", chapter=CHAPTER)
+@experiment("stability_mitigation", chapter=CHAPTER)  # registry names are global: prefixed
 def mitigation(profile: str = "fast", device: str = "cpu", rank: int = 2, draws: int = 6,
                norms: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.6, 0.8, 1.2), **overrides: Any) -> dict[str, Any]:
     """Orthogonalised updates: random symmetric rank-2r updates ``dV = (B C^T + C B^T) / 2``
