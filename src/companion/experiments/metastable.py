@@ -326,7 +326,9 @@ def plot_official_run(run: dict[str, Any], axes=None):
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     ax = axes[0]
-    ax.plot(run["ts"], run["traj"], ",", color="k", alpha=0.5)
+    traj = run["traj"].copy()
+    traj[1:][np.abs(np.diff(traj, axis=0)) > np.pi] = np.nan  # break lines where an angle wraps
+    ax.plot(run["ts"], traj, "-", color="k", lw=0.3, alpha=0.4)
     for c in run["predicted"]:
         ax.axhline(c, color="r", lw=0.8, ls="--")
     ax.axvline(run["t_star"], color="b", lw=0.8, ls=":")
