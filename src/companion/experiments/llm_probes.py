@@ -57,13 +57,13 @@ class Sizes:
 PROFILES = {
     "fast": Sizes(eval_blocks=2, block_len=128, ranks_random=(1, 8, 64),
                   norms=(1.0, 5.0, 10.0, 20.0, 50.0), random_targets=(("v_proj",),),
-                  ranks_train=(8, 32), steps=20, batch_size=2, eval_every=5, lr=5e-3, train_blocks=256,
+                  ranks_train=(8, 32), steps=12, batch_size=2, eval_every=4, lr=5e-3, train_blocks=256,
                   rep_blocks=2, rep_len=64),
     "full": Sizes(eval_blocks=32, block_len=256, ranks_random=(1, 8, 64),
                   norms=tuple(float(x) for x in np.geomspace(0.25, 64, 17)),
                   random_targets=(("v_proj",), ("q_proj",), ("k_proj",)),
-                  ranks_train=(1, 8, 32, 64), steps=300, batch_size=8, eval_every=25, lr=1e-3,
-                  train_blocks=4096, rep_blocks=16, rep_len=128),
+                  ranks_train=(8, 32), steps=300, batch_size=8, eval_every=25, lr=1e-3,
+                  train_blocks=2048, rep_blocks=16, rep_len=128),
 }
 
 
