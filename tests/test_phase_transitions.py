@@ -74,3 +74,15 @@ def test_exit_time_follows_switch_time_and_bound():
 def test_bad_profile_is_rejected():
     with pytest.raises(ValueError, match="profile must be"):
         pt.norm_transition(profile="huge")
+
+
+def test_fit_slope_matches_polyfit_and_inflates_scatter():
+    import numpy as np
+
+    x = np.array([16.0, 32, 64, 128, 256])
+    y = 3.0 * x**-0.5 * np.array([1.0, 1.02, 0.97, 1.01, 0.99])
+    b, e = pt._fit_slope(x, y, 0.001 * y)  # equal relative errors: ordinary least squares
+    assert abs(b - np.polyfit(np.log(x), np.log(y), 1)[0]) < 1e-12
+    # the scatter (about 2%) is 20x the stated 0.1% errors, so the slope error must grow with it
+    _, e_small = pt._fit_slope(x, 3.0 * x**-0.5, 0.001 * 3.0 * x**-0.5)
+    assert e > 10 * e_small

@@ -127,14 +127,39 @@ def _slope(x, y) -> float:
     return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
 
 
+def _fit_slope(x, y, se) -> tuple[float, float]:
+    """Weighted least-squares slope of ``log y`` on ``log x`` and its standard error.
+
+    The weights are ``1 / sigma^2`` with ``sigma = se / y`` (delta method for ``log y``); the slope's
+    error is scaled by the reduced chi-square when that exceeds 1, so a curve that is not a power law
+    gets a wide error bar instead of a falsely precise one.
+
+    Examples
+    --------
+    >>> b, e = _fit_slope([1, 2, 4, 8], [1.0, 0.5, 0.25, 0.125], [0.01, 0.005, 0.0025, 0.00125])
+    >>> round(b, 6), round(e, 4)  # exact line: se = 0.01 / sqrt(sum (log x - mean)^2)
+    (-1.0, 0.0065)
+    """
+    lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
+    sig = np.asarray(se, float) / np.asarray(y, float)
+    w = 1.0 / sig**2
+    X = np.stack([np.ones_like(lx), lx], axis=1)
+    cov = np.linalg.inv(X.T @ (w[:, None] * X))
+    coef = cov @ (X.T @ (w * ly))
+    dof = len(lx) - 2
+    chi2 = float(np.sum(w * (ly - X @ coef) ** 2) / dof) if dof > 0 else 1.0
+    return float(coef[1]), float(math.sqrt(cov[1, 1] * max(1.0, chi2)))
+
+
 @experiment("norm_transition", chapter="phase_transitions")
 def norm_transition(profile: str = "fast", device: str = "cpu", *, seed: int = 0, c: float = 1.0, kappa0: float = 0.05) -> dict[str, Any]:
     """Theorem 4.2: stationary ``E sum_i |x_i - u1|^2`` against depth L for ``eta_L = c L^alpha``.
 
     Measured over macroscopic time ``[t_end / 2, t_end]`` after starting at ``N(u1 + 1e-3 g)``;
     the adapters have rank 1 and ``s = d sqrt(kappa0)`` (so ``kappa = kappa0``). Returns the means
-    and standard errors per (alpha, L), the fitted log-log slopes, and the slopes the theorem
-    (``-1``) and the effective-noise argument (``2 alpha - 1``) predict.
+    and standard errors per (alpha, L), the weighted log-log slopes with their standard errors, and the
+    kappa_eff prediction of the level; the theorem says slope ``-1``, the effective-noise argument
+    ``2 alpha - 1``.
     """
     _check_profile(profile)
     fast = profile == "fast"
@@ -154,13 +179,15 @@ def norm_transition(profile: str = "fast", device: str = "cpu", *, seed: int = 0
         out = adapter_chain(V, x0, L, t_end, 1, scale, g)
         for a in range(len(alphas)):
             mean[a, j], se[a, j] = _window_mean(out["sq"][:, a * per:(a + 1) * per], out["t"], t_end / 2)
-    slopes = {alpha: _slope(depths, mean[a]) for a, alpha in enumerate(alphas)}
+    fits = [_fit_slope(depths, mean[a], se[a]) for a in range(len(alphas))]
+    slopes = {alpha: fits[a][0] for a, alpha in enumerate(alphas)}
+    slope_se = {alpha: fits[a][1] for a, alpha in enumerate(alphas)}
     # the small-noise stationary level with kappa_eff = c^2 kappa0 L^(2 alpha - 1)
     predicted = np.array([[th.stationary_deviation(LAMBDAS3, th.effective_kappa(kappa0, c, al, L), n) for L in depths]
                           for al in alphas])
-    return {"depths": depths, "alphas": alphas, "mean": mean, "se": se, "slopes": slopes, "predicted": predicted,
-            "n": n, "d": d, "per_alpha": per, "kappa0": kappa0, "c": c, "t_end": t_end,
-            "uniform_level": n * 2.0 / 3.0}
+    return {"depths": depths, "alphas": alphas, "mean": mean, "se": se, "slopes": slopes, "slope_se": slope_se,
+            "predicted": predicted, "n": n, "d": d, "per_alpha": per, "kappa0": kappa0, "c": c, "t_end": t_end,
+            "uniform_level": 2.0 * n}  # E|x - u1|^2 = 2 for x uniform on the sphere
 
 
 @experiment("critical_kappa", chapter="phase_transitions")
@@ -360,8 +387,20 @@ def depth_transition(profile: str = "fast", device: str = "cpu", *, seed: int = 
     switch_a = np.array([th.switch_time(C[tr], eps) for tr in range(trials)])
     e1 = torch.tensor([[1.0, 0.0], [0.0, 0.0]], dtype=F64)
     sol_b, exit_b, _ = _perturbed_times(Z0, torch.eye(2, dtype=F64), e1, C, T_delta, 60.0, dt, delta, save_dt=0.1)
+    # (b): does Assumption 4.5 hold for any initial condition (V~ = I_2 has no simple dominant eigenvalue)?
+    bound_b = []
+    for tr in range(trials):
+        try:
+            b = th.depth_bound(torch.as_tensor(C[tr]), e1, e1, torch.eye(2, dtype=F64), n=n, delta=delta,
+                               M=float(np.abs(C[tr]).max() + 2 * delta))
+            bound_b.append(th.exit_time_bound(T_delta[tr], b))
+        except ValueError:
+            bound_b.append(math.nan)
+    # (b): distance of the perturbed tokens to the base clusters at T_delta (the exit happens at once)
+    dist_b = np.array([float(_dist_to_set(sol_b.xs[:, tr], C[tr])[int(round(T_delta[tr] / 0.1))]) for tr in range(trials)])
     return {"eps": eps, "delta": delta, "n": n, "trials": trials, "T_delta": T_delta, "n_clusters": [len(c) for c in C],
             "exit_a": exit_a, "bound_a": bound_a, "switch_a": switch_a, "bounds": bounds, "exit_b": exit_b,
+            "bound_b": np.array(bound_b), "dist_b_at_T_delta": dist_b,
             "clusters0": C[0], "base_path0": base.xs[:, 0].numpy(), "pert_path0": sol_a.xs[::2, 0].numpy(),
             "qk_path0": sol_b.xs[:, 0].numpy()}
 
@@ -369,7 +408,9 @@ def depth_transition(profile: str = "fast", device: str = "cpu", *, seed: int = 
 @experiment("eps_sweep", chapter="phase_transitions")
 def eps_sweep(profile: str = "fast", device: str = "cpu", *, seed: int = 4, delta: float = 0.1) -> dict[str, Any]:
     """Time to bifurcation T*(delta) and time to cluster (settle time of the perturbed dynamics)
-    against eps for ``V~ = diag(1, 1 - eps)``, with fitted log-log exponents, the Theorem 4.6 bound,
+    against eps for ``V~ = diag(1, 1 - eps)``, with fitted log-log exponents of the medians over the
+    initial conditions (fitted where median T* >= 3 max T_delta; bootstrap standard errors over the
+    initial conditions), the Theorem 4.6 bound,
     and the largest eps for which every token stays within 2 delta on [T_delta, 10 T_delta] (part 1).
     All eps values and initial conditions run in one batched simulate call."""
     _check_profile(profile)
@@ -388,21 +429,43 @@ def eps_sweep(profile: str = "fast", device: str = "cpu", *, seed: int = 4, delt
     bound = np.array([[th.exit_time_bound(T_delta[i], b) if (b := _bound_for(C[i], e, n, delta)) is not None else np.nan
                        for i in range(inits)] for e in epss])
     switch = np.array([[th.switch_time(C[i], e) for i in range(inits)] for e in epss])
+    # a run that has not bifurcated within the horizon has not reached its own limit: no time to cluster
+    settle = np.where(np.isfinite(exits), settle, np.nan)
     stays = exits > 10 * T_delta[None, :]  # part 1 holds for this (eps, init)
     eps_star = []
     for i in range(inits):
         ok = np.cumprod(stays[:, i]).astype(bool)  # holds for every eps up to this one
         eps_star.append(float(epss[ok][-1]) if ok.any() else math.nan)
     med_exit = np.median(exits, axis=1)
-    med_settle = np.nanmedian(np.where(np.isfinite(settle), settle, np.nan), axis=1)
-    fit = np.isfinite(med_exit) & (epss <= 0.1)
-    fit_c = np.isfinite(med_settle) & (epss <= 0.1)
+    med_settle = np.nanmedian(settle, axis=1)
+    med_bound = np.nanmedian(bound, axis=1)
+    # Fit where the bifurcation is separated from the clustering of the base (median T* >= 3 max T_delta):
+    # for larger eps the exit is floored at T_delta and says nothing about the eps law.
+    fit = np.isfinite(med_exit) & (med_exit >= 3 * T_delta.max())
+    fit_c = fit & np.isfinite(med_settle)
+
+    def exponents(ex, se_, bd):
+        me, ms, mb = np.median(ex, axis=1), np.nanmedian(se_, axis=1), np.nanmedian(bd, axis=1)
+        ok = fit & np.isfinite(me)
+        okc = fit_c & np.isfinite(ms)
+        return (_slope(epss[ok], me[ok]) if ok.sum() >= 2 else math.nan,
+                _slope(epss[okc], ms[okc]) if okc.sum() >= 2 else math.nan,
+                _slope(epss[ok], mb[ok]) if ok.sum() >= 2 else math.nan)
+
+    est = exponents(exits, settle, bound)
+    # error bars: bootstrap over the initial conditions (same resample for every eps)
+    rng = np.random.default_rng(seed)
+    boot = []
+    for _ in range(200):
+        idx = rng.integers(0, inits, inits)
+        with np.errstate(all="ignore"):
+            boot.append(exponents(exits[:, idx], settle[:, idx], bound[:, idx]))
+    boot_se = np.nanstd(np.array(boot), axis=0, ddof=1)
     return {"epss": epss, "T_delta": T_delta, "exits": exits, "settle": settle, "bound": bound, "switch": switch,
-            "eps_star": np.array(eps_star), "median_exit": med_exit, "median_settle": med_settle,
-            "exponent_exit": _slope(epss[fit], med_exit[fit]) if fit.sum() >= 2 else math.nan,
-            "exponent_settle": _slope(epss[fit_c], med_settle[fit_c]) if fit_c.sum() >= 2 else math.nan,
-            "exponent_bound": _slope(epss[fit], np.nanmedian(bound, axis=1)[fit]) if fit.sum() >= 2 else math.nan,
-            "n": n, "inits": inits, "delta": delta, "t_end": t_end}
+            "eps_star": np.array(eps_star), "median_exit": med_exit, "median_settle": med_settle, "median_bound": med_bound,
+            "fit_eps": epss[fit], "exponent_exit": est[0], "exponent_settle": est[1], "exponent_bound": est[2],
+            "exponent_exit_se": float(boot_se[0]), "exponent_settle_se": float(boot_se[1]),
+            "exponent_bound_se": float(boot_se[2]), "n": n, "inits": inits, "delta": delta, "t_end": t_end}
 
 
 # ----------------------------------------------------------------------------- plots
@@ -471,7 +534,7 @@ def plot_eps_sweep(result: dict, ax=None):
     e = result["epss"]
     ax.plot(e, result["median_exit"], "o-", label=f"time to bifurcation T* (exp {result['exponent_exit']:.2f})")
     ax.plot(e, result["median_settle"], "s-", label=f"time to cluster (exp {result['exponent_settle']:.2f})")
-    ax.plot(e, np.nanmedian(result["bound"], axis=1), "--", label=f"Thm 4.6 bound (exp {result['exponent_bound']:.2f})")
+    ax.plot(e, result["median_bound"], "--", label=f"Thm 4.6 bound (exp {result['exponent_bound']:.2f})")
     ax.plot(e, np.median(result["switch"], axis=1), ":", label="argmax switch time")
     ax.set(xscale="log", yscale="log", xlabel="eps", ylabel="time", title="eps_sweep")
     ax.legend(fontsize=7)
