@@ -102,12 +102,13 @@ def prop31_wasserstein(profile: str = "fast", device: str = "cpu", **overrides: 
 
     Returns
     -------
-    dict with ``ts (T,)``, ``eps (E,)``, ``families``, ``w2 (F, E, S, T)`` (POT exact W2 per seed),
-    ``log10_bound`` and ``log10_bound_appendix (F, E, S, T)`` (log10 of the W2 bound, may be inf),
-    ``log_log_excess (F, E, S, T)`` (ln ln(bound / L_t), always finite for t > 0),
-    ``slack (F, E, S, T-1)`` (log10 bound / measured, t > 0), ``all_below`` (bool),
-    ``min_slack`` (float), ``slopes`` (F,) fitted d log W2 / d log eps at ``t1``,
-    ``bound_eps_exponent`` (F,) the same slope for the bound at t = 0 (1 if dA = 0, else 1/2).
+    dict
+        With ``ts (T,)``, ``eps (E,)``, ``families``, ``w2 (F, E, S, T)`` (POT exact W2 per seed),
+        ``log10_bound`` and ``log10_bound_appendix (F, E, S, T)`` (log10 of the W2 bound, may be inf),
+        ``log_log_excess (F, E, S, T)`` (ln ln(bound / L_t), always finite for t > 0),
+        ``slack (F, E, S, T-1)`` (log10 bound / measured, t > 0), ``all_below`` (bool),
+        ``min_slack`` (float), ``slopes`` (F,) fitted d log W2 / d log eps at ``t1``,
+        ``bound_eps_exponent`` (F,) the same slope for the bound at t = 0 (1 if dA = 0, else 1/2).
 
     Examples
     --------
@@ -309,9 +310,10 @@ def prop33_families(profile: str = "fast", device: str = "cpu", **overrides: Any
 
     Returns
     -------
-    dict with, per family name, a dict of (steps,) arrays: ``size`` and the outputs of the
-    simulation (``a, b_norm, E_norm, gap, margin, holds, bound, eig_drift, tilde_gap, base_err,
-    conv_err, dyn_drift, clusters, dist_dV_reading, cone_tilde``).
+    dict
+        With  per family name, a dict of (steps,) arrays: ``size`` and the outputs of the
+        simulation (``a, b_norm, E_norm, gap, margin, holds, bound, eig_drift, tilde_gap, base_err,
+        conv_err, dyn_drift, clusters, dist_dV_reading, cone_tilde``).
 
     Examples
     --------
@@ -406,8 +408,9 @@ def prop33_map(profile: str = "fast", device: str = "cpu", **overrides: Any) -> 
 
     Returns
     -------
-    dict with ``s (S,)``, ``e (S,)``, and (S, S) arrays indexed [i_e, i_s]: ``dyn_drift``,
-    ``exact_drift``, ``margin``, ``bound``, ``clusters``, ``conv_err``.
+    dict
+        With ``s (S,)``, ``e (S,)``, and (S, S) arrays indexed [i_e, i_s]: ``dyn_drift``,
+        ``exact_drift``, ``margin``, ``bound``, ``clusters``, ``conv_err``.
 
     Examples
     --------
@@ -478,8 +481,9 @@ def remark34_ranks(profile: str = "fast", device: str = "cpu", ranks: tuple[int,
 
     Returns
     -------
-    dict with ``ranks (K,)``, ``measured``, ``pred_printed``, ``pred_with_a``, ``eig_sq`` (exact
-    |u1 - u1~|^2), ``rel_err_printed``, ``rel_err_with_a`` (all (K,)), ``a (K,)``.
+    dict
+        With ``ranks (K,)``, ``measured``, ``pred_printed``, ``pred_with_a``, ``eig_sq`` (exact
+        |u1 - u1~|^2), ``rel_err_printed``, ``rel_err_with_a`` (all (K,)), ``a (K,)``.
 
     Examples
     --------
@@ -566,9 +570,10 @@ def mitigation(profile: str = "fast", device: str = "cpu", rank: int = 2, draws:
 
     Returns
     -------
-    dict with ``norms (N,)``, ``raw``, ``proj`` ((N, draws) dynamic drifts), ``raw_eig``,
-    ``proj_eig`` ((N, draws) |u1 - u1~|), ``raw_clusters``, ``proj_clusters`` ((N, draws)),
-    ``mean_raw``, ``mean_proj`` ((N,)).
+    dict
+        With ``norms (N,)``, ``raw``, ``proj`` ((N, draws) dynamic drifts), ``raw_eig``,
+        ``proj_eig`` ((N, draws) |u1 - u1~|), ``raw_clusters``, ``proj_clusters`` ((N, draws)),
+        ``mean_raw``, ``mean_proj`` ((N,)).
 
     Examples
     --------
