@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -437,8 +438,10 @@ def eps_sweep(profile: str = "fast", device: str = "cpu", *, seed: int = 4, delt
         ok = np.cumprod(stays[:, i]).astype(bool)  # holds for every eps up to this one
         eps_star.append(float(epss[ok][-1]) if ok.any() else math.nan)
     med_exit = np.median(exits, axis=1)
-    med_settle = np.nanmedian(settle, axis=1)
-    med_bound = np.nanmedian(bound, axis=1)
+    with warnings.catch_warnings():  # an eps with no finite value gives nan, which the fit masks out
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med_settle = np.nanmedian(settle, axis=1)
+        med_bound = np.nanmedian(bound, axis=1)
     # Fit where the bifurcation is separated from the clustering of the base (median T* >= 3 max T_delta):
     # for larger eps the exit is floored at T_delta and says nothing about the eps law.
     fit = np.isfinite(med_exit) & (med_exit >= 3 * T_delta.max())
@@ -458,7 +461,8 @@ def eps_sweep(profile: str = "fast", device: str = "cpu", *, seed: int = 4, delt
     boot = []
     for _ in range(200):
         idx = rng.integers(0, inits, inits)
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
             boot.append(exponents(exits[:, idx], settle[:, idx], bound[:, idx]))
     boot_se = np.nanstd(np.array(boot), axis=0, ddof=1)
     return {"epss": epss, "T_delta": T_delta, "exits": exits, "settle": settle, "bound": bound, "switch": switch,
@@ -485,6 +489,8 @@ def plot_norm_transition(result: dict, ax=None):
     ax.axhline(result["uniform_level"], color="gray", lw=0.6, ls=":")
     ax.set(xscale="log", yscale="log", xlabel="depth L", ylabel="E sum_i |x_i - u1|^2",
            title="norm_transition")
+    ax.set_xticks(result["depths"], [str(L) for L in result["depths"]])
+    ax.xaxis.set_minor_formatter("")  # the log axis' minor labels overlap the depth labels
     ax.legend(fontsize=7)
     return ax
 
