@@ -33,8 +33,8 @@ def _round(v: Any, digits: int = 4) -> Any:
         return float(f"{v:.{digits}g}")
     if isinstance(v, (list, tuple)):
         return [_round(x, digits) for x in v]
-    if isinstance(v, dict):
-        return {k: _round(x, digits) for k, x in v.items()}
+    if isinstance(v, dict):  # sorted, as in the JSON file, so printed rows equal reloaded ones
+        return {k: _round(v[k], digits) for k in sorted(v)}
     try:  # numpy / torch scalars
         return _round(float(v), digits)
     except (TypeError, ValueError):
