@@ -30,6 +30,14 @@ class Solution:
     xs : (T, trials, n, d) states at those times (x0's dtype and device).
     stats : dict with ``steps`` (accepted), ``rejected`` and ``evaluations`` of the field.
     config : dict describing the model, method and step or tolerances.
+
+    Examples
+    --------
+    >>> from companion.models import Sphere
+    >>> x0 = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]], dtype=torch.float64)
+    >>> sol = simulate(Sphere(), x0, 1.0, save_at=[0.0, 0.5, 1.0])
+    >>> sol.ts.tolist(), tuple(sol.final.shape), sol.stats["steps"]
+    ([0.0, 0.5, 1.0], (1, 2, 2), 10)
     """
 
     ts: torch.Tensor

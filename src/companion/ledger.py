@@ -99,7 +99,14 @@ def _claims_dir(root: Path | None = None) -> Path:
 
 
 def format_claims(rows: Sequence[dict[str, Any]]) -> str:
-    """A plain-text table of ledger rows (id, status, measured, expected)."""
+    """A plain-text table of ledger rows (id, status, measured, expected).
+
+    Examples
+    --------
+    >>> row = Claim("X-1", "A", "Prop. 3.1", "s", "reproduced", 0.5, "<= 1", 0, "intro").as_dict()
+    >>> print(format_claims([row]))
+    [    reproduced] X-1: measured 0.5 vs expected '<= 1' (tol 0)
+    """
     lines = []
     for r in rows:
         lines.append(f"[{r['status']:>14}] {r['id']}: measured {r['measured']!r} vs expected {r['expected']!r} (tol {r['tolerance']!r})")
@@ -111,6 +118,17 @@ def record(chapter: str, claims: Iterable[Claim], *, root: Path | None = None, e
 
     Rows are rounded (4 significant figures) before writing and printing. Ids must be unique.
     Returns the rows as dictionaries.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> rows = record("intro", [Claim("X-1", "A", "Eq. 1", "s", "partly", 1 / 3, 0.3, 0.01, "intro")], root=root)
+    [        partly] X-1: measured 0.3333 vs expected 0.3 (tol 0.01)
+    >>> (root / "data" / "claims" / "intro.json").exists(), [r["id"] for r in load(root)]
+    (True, ['X-1'])
+    >>> len(assemble(root)), (root / "data" / "claims.json").exists()
+    (1, True)
     """
     rows = [c.as_dict() for c in claims]
     ids = [r["id"] for r in rows]
@@ -128,7 +146,7 @@ def record(chapter: str, claims: Iterable[Claim], *, root: Path | None = None, e
 
 
 def load(root: Path | None = None) -> list[dict[str, Any]]:
-    """All rows from every ``data/claims/*.json``, sorted by chapter then id."""
+    """All rows from every ``data/claims/*.json``, sorted by chapter then id (example: :func:`record`)."""
     rows: list[dict[str, Any]] = []
     for f in sorted(_claims_dir(root).glob("*.json")):
         rows.extend(json.loads(f.read_text()))
@@ -136,7 +154,7 @@ def load(root: Path | None = None) -> list[dict[str, Any]]:
 
 
 def assemble(root: Path | None = None) -> list[dict[str, Any]]:
-    """Merge every chapter's rows into ``data/claims.json`` (atomically) and return them."""
+    """Merge every chapter's rows into ``data/claims.json`` (atomically) and return them (example: :func:`record`)."""
     rows = load(root)
     ids = [r["id"] for r in rows]
     dup = {i for i in ids if ids.count(i) > 1}

@@ -19,7 +19,13 @@ _PACKAGES = ("companion", "torch", "numpy", "scipy", "pot", "transformers", "pef
 
 
 def repo_root() -> Path:
-    """The repository root: ``$COMPANION_ROOT`` if set, else the folder holding pyproject.toml above this file."""
+    """The repository root: ``$COMPANION_ROOT`` if set, else the folder holding pyproject.toml above this file.
+
+    Examples
+    --------
+    >>> (repo_root() / "src" / "companion").is_dir() or "COMPANION_ROOT" in os.environ
+    True
+    """
     env = os.environ.get("COMPANION_ROOT")
     if env:
         return Path(env)
@@ -34,6 +40,13 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``.
 
     A reader never sees a half-written file, and a crash leaves the old file intact.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> p = atomic_write_bytes(Path(tempfile.mkdtemp()) / "a" / "x.bin", b"abc")
+    >>> p.read_bytes(), sorted(f.name for f in p.parent.iterdir())
+    (b'abc', ['x.bin'])
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -52,7 +65,14 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> Path:
 
 
 def atomic_write_text(path: Path | str, text: str) -> Path:
-    """Text version of :func:`atomic_write_bytes` (UTF-8)."""
+    """Text version of :func:`atomic_write_bytes` (UTF-8).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> atomic_write_text(Path(tempfile.mkdtemp()) / "x.txt", "é").read_text(encoding="utf-8")
+    'é'
+    """
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
@@ -91,7 +111,14 @@ def _jsonable(x: Any) -> Any:
 
 
 def provenance(config: Mapping[str, Any] | Any = None, seed: int | None = None, **extra: Any) -> dict[str, Any]:
-    """A JSON-ready record: config, seed, package versions, git commit, machine and time."""
+    """A JSON-ready record: config, seed, package versions, git commit, machine and time.
+
+    Examples
+    --------
+    >>> meta = provenance({"beta": 1.0}, seed=3, device="cpu")
+    >>> meta["config"], meta["seed"], meta["device"], "torch" in meta["versions"]
+    ({'beta': 1.0}, 3, 'cpu', True)
+    """
     import torch
 
     root = repo_root()
@@ -114,6 +141,14 @@ def save_result(path: Path | str, arrays: Mapping[str, Any], config: Any = None,
 
     Both files are written atomically; the JSON is written last, so its presence marks a
     complete result.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = save_result(Path(tempfile.mkdtemp()) / "run", {"x": np.arange(3)}, {"n": 3}, seed=0)
+    >>> arrays, meta = load_result(path)
+    >>> arrays["x"].tolist(), meta["config"], path.suffix
+    ([0, 1, 2], {'n': 3}, '.npz')
     """
     import io
 
@@ -129,7 +164,10 @@ def save_result(path: Path | str, arrays: Mapping[str, Any], config: Any = None,
 
 
 def load_result(path: Path | str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Load a result saved by :func:`save_result`: (arrays, provenance). Raises FileNotFoundError if incomplete."""
+    """Load a result saved by :func:`save_result`: (arrays, provenance) (example there).
+
+    Raises FileNotFoundError if the provenance JSON is missing (an incomplete result).
+    """
     path = Path(path).with_suffix(".npz")
     meta_path = path.with_suffix(".json")
     if not meta_path.exists():

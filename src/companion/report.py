@@ -11,7 +11,13 @@ PROFILES = ("fast", "full")
 
 
 def current_profile() -> str:
-    """The profile the book runs in: ``$COMPANION_PROFILE`` (``fast`` or ``full``), default ``fast``."""
+    """The profile the book runs in: ``$COMPANION_PROFILE`` (``fast`` or ``full``), default ``fast``.
+
+    Examples
+    --------
+    >>> current_profile() in PROFILES
+    True
+    """
     p = os.environ.get("COMPANION_PROFILE", "fast")
     if p not in PROFILES:
         raise ValueError(f"COMPANION_PROFILE must be one of {PROFILES}, got {p!r}")
