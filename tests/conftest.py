@@ -33,3 +33,15 @@ def pipeline():
 def in_ci() -> bool:
     """True in CI (env CI set to true/1/yes): checks that would skip locally must fail there."""
     return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+@pytest.fixture
+def one_thread():
+    """One torch thread for the test: a second OpenMP thread on a loaded 2-core machine mostly
+    waits at barriers (paper D's small-batch tests)."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

@@ -22,13 +22,7 @@ from companion.circle import (
 )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # a second OpenMP thread on a loaded 2-core machine mostly waits at barriers
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _rel(a, b):

@@ -12,13 +12,7 @@ from companion.integrate import simulate
 from companion.theory.metastable import gamma_k, growth_rate, k_max, linear_time, predicted_centres
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # a second OpenMP thread on a loaded 2-core machine mostly waits at barriers
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.mark.parametrize("beta", [0.5, 2.0, 5.0, 12.0])

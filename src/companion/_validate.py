@@ -13,6 +13,7 @@ __all__ = [
     "check_matrix",
     "check_on_sphere",
     "check_generator",
+    "check_normalization",
 ]
 
 
@@ -102,3 +103,12 @@ def check_generator(generator: torch.Generator | None, device: torch.device, nam
             f"{name} is on device '{generator.device}' but the data is on '{device}': "
             "create the generator with torch.Generator(device=...) on the data's device"
         )
+
+
+def check_normalization(normalization: str, name: str = "normalization") -> str:
+    """``"softmax"`` (alias ``"sa"``, paper D's SA) or ``"usa"``; ValueError otherwise."""
+    if normalization == "sa":
+        return "softmax"
+    if normalization not in ("softmax", "usa"):
+        raise ValueError(f"{name} must be one of ('softmax', 'usa') (or 'sa'), got {normalization!r}")
+    return normalization

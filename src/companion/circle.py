@@ -30,7 +30,7 @@ import numpy as np
 import scipy.special
 import torch
 
-from ._validate import as_tokens, check_beta, check_generator, check_positive
+from ._validate import as_tokens, check_beta, check_generator, check_normalization, check_positive
 
 __all__ = [
     "NORMALIZATIONS",
@@ -57,14 +57,6 @@ _MAX_USA_BETA = 700.0
 _CHUNK = 16384
 # Below this many stored powers (complex numbers) the first pass keeps them for the second.
 _KEEP = 1 << 20
-
-
-def _check_normalization(normalization: str) -> str:
-    if normalization == "sa":
-        return "softmax"
-    if normalization not in NORMALIZATIONS:
-        raise ValueError(f"normalization must be one of {NORMALIZATIONS} (or 'sa'), got {normalization!r}")
-    return normalization
 
 
 def _check_beta_for(beta: float, normalization: str) -> float:
@@ -235,7 +227,7 @@ def circle_field_dense(theta: torch.Tensor, beta: float, normalization: str = "u
     >>> round(v[0].item(), 6) == round(math.sin(0.5) / (1 + math.exp(1 - math.cos(0.5))) , 6)
     True
     """
-    normalization = _check_normalization(normalization)
+    normalization = check_normalization(normalization)
     theta = _as_angles(theta)
     beta = _check_beta_for(beta, normalization)
     t = theta[..., 0]  # (trials, n)
@@ -300,7 +292,7 @@ def circle_field_fourier(theta: torch.Tensor, beta: float, normalization: str = 
     >>> bool(((a - b).abs().max() / b.abs().max()) < 1e-12)
     True
     """
-    normalization = _check_normalization(normalization)
+    normalization = check_normalization(normalization)
     theta = _as_angles(theta)
     beta = _check_beta_for(beta, normalization)
     if K is None:
@@ -385,7 +377,7 @@ class Circle:
     on_sphere: bool = dataclasses.field(default=False, init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "normalization", _check_normalization(self.normalization))
+        object.__setattr__(self, "normalization", check_normalization(self.normalization))
         object.__setattr__(self, "beta", _check_beta_for(self.beta, self.normalization))
         if self.method not in ("fourier", "dense"):
             raise ValueError(f"method must be 'fourier' or 'dense', got {self.method!r}")

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from ._validate import check_beta, check_generator, check_positive
+from ._validate import check_beta, check_generator, check_normalization, check_positive
 
 __all__ = [
     "face_velocity",
@@ -40,14 +40,6 @@ def _check_u(u: Any) -> torch.Tensor:
     if not torch.isfinite(u).all():
         raise ValueError("u has non-finite entries")
     return u
-
-
-def _norm(normalization: str) -> str:
-    if normalization == "sa":
-        return "softmax"
-    if normalization not in ("usa", "softmax"):
-        raise ValueError(f"normalization must be 'usa' or 'softmax', got {normalization!r}")
-    return normalization
 
 
 def _kernel_fft(M: int, beta: float, dtype: torch.dtype, device: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -82,7 +74,7 @@ def face_velocity(u: torch.Tensor, beta: float, normalization: str = "usa") -> t
     """
     u = _check_u(u)
     beta = check_beta(beta)
-    normalization = _norm(normalization)
+    normalization = check_normalization(normalization)
     M = u.shape[-1]
     dx = 2 * math.pi / M
     gk, ek = _kernel_fft(M, beta, u.dtype, u.device)
@@ -146,7 +138,7 @@ def solve_mean_field(
     """
     u = _check_u(u0)
     beta = check_beta(beta)
-    normalization = _norm(normalization)
+    normalization = check_normalization(normalization)
     t1 = check_positive(t1, "t1")
     cfl = check_positive(cfl, "cfl")
     if cfl > 0.5:

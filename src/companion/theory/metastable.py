@@ -18,17 +18,9 @@ from typing import Any
 import numpy as np
 import scipy.special
 
-from .._validate import check_beta, check_positive
+from .._validate import check_beta, check_normalization, check_positive
 
 __all__ = ["growth_rate", "gamma_k", "k_max", "linear_time", "predicted_centres"]
-
-
-def _check_norm(normalization: str) -> str:
-    if normalization == "sa":
-        return "softmax"
-    if normalization not in ("usa", "softmax"):
-        raise ValueError(f"normalization must be 'usa' or 'softmax' (or 'sa'), got {normalization!r}")
-    return normalization
 
 
 def growth_rate(l: Any, beta: float, d: int = 2, normalization: str = "usa") -> np.ndarray:
@@ -56,7 +48,7 @@ def growth_rate(l: Any, beta: float, d: int = 2, normalization: str = "usa") -> 
     0.6827
     """
     beta = check_beta(beta)
-    normalization = _check_norm(normalization)
+    normalization = check_normalization(normalization)
     if int(d) != d or d < 2:
         raise ValueError(f"d must be an integer >= 2, got {d}")
     l = np.asarray(l)

@@ -48,6 +48,16 @@ def _counts(n_plus: int, n_minus: int) -> tuple[int, int]:
     return int(n_plus), int(n_minus)
 
 
+def _sign_split(lambdas, p: int, beta: float, n_plus: int, n_minus: int):
+    """Checked arguments of a sign-split state: (lambdas, beta, n_plus, n_minus, lambda_p)."""
+    lam = _lambdas(lambdas, p)
+    beta = check_beta(beta)
+    n_plus, n_minus = _counts(n_plus, n_minus)
+    if n_plus == 0 or n_minus == 0:
+        raise ValueError("a sign-split state needs n_plus >= 1 and n_minus >= 1 (use homogeneous_stable)")
+    return lam, beta, n_plus, n_minus, float(lam[p])
+
+
 def _lambdas(lambdas: Sequence[float] | torch.Tensor, p: int) -> torch.Tensor:
     lam = torch.as_tensor(lambdas, dtype=torch.float64).reshape(-1)
     if lam.numel() < 2:
@@ -240,12 +250,7 @@ def sign_split_stable_theorem(lambdas: Sequence[float] | torch.Tensor, p: int, b
     >>> sign_split_stable_theorem([-1.0, -1.5], 0, 2.0, 2, 2)  # lambda_k below lambda_p
     False
     """
-    lam = _lambdas(lambdas, p)
-    beta = check_beta(beta)
-    n_plus, n_minus = _counts(n_plus, n_minus)
-    if n_plus == 0 or n_minus == 0:
-        raise ValueError("a sign-split state needs n_plus >= 1 and n_minus >= 1 (use homogeneous_stable)")
-    lp = float(lam[p])
+    lam, beta, n_plus, n_minus, lp = _sign_split(lambdas, p, beta, n_plus, n_minus)
     if lp == 0:
         return False
     r = n_plus / n_minus
@@ -272,12 +277,7 @@ def sign_split_stable_blocks(lambdas: Sequence[float] | torch.Tensor, p: int, be
     >>> sign_split_stable_theorem([1.0, -0.5], 0, 0.5, 1, 4), sign_split_stable_blocks([1.0, -0.5], 0, 0.5, 1, 4)
     (False, True)
     """
-    lam = _lambdas(lambdas, p)
-    beta = check_beta(beta)
-    n_plus, n_minus = _counts(n_plus, n_minus)
-    if n_plus == 0 or n_minus == 0:
-        raise ValueError("a sign-split state needs n_plus >= 1 and n_minus >= 1 (use homogeneous_stable)")
-    lp = float(lam[p])
+    lam, beta, n_plus, n_minus, lp = _sign_split(lambdas, p, beta, n_plus, n_minus)
     g_p, g_m = gammas(lp, beta, n_plus, n_minus)
     if (n_plus >= 2 and g_p <= 0) or (n_minus >= 2 and g_m <= 0):
         return False
