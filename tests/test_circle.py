@@ -57,6 +57,26 @@ def test_fourier_equals_dense_clustered_and_spread_over_chunks(beta, normalizati
 
 
 @pytest.mark.parametrize("normalization", ["usa", "softmax"])
+def test_kept_and_recomputed_powers_give_the_same_field(normalization, monkeypatch):
+    # the second pass either reuses the first pass's powers or recomputes them: same blocks, same bits
+    import companion.circle as C
+
+    monkeypatch.setattr(C, "_CHUNK", 97)
+    th = uniform_angles(3, 500, generator=torch.Generator().manual_seed(11))
+    kept = circle_field_fourier(th, 5.0, normalization)
+    monkeypatch.setattr(C, "_KEEP", 0)
+    assert torch.equal(kept, circle_field_fourier(th, 5.0, normalization))
+
+
+def test_model_field_equals_the_checked_function():
+    th = uniform_angles(2, 300, generator=torch.Generator().manual_seed(12))
+    for norm in ("usa", "softmax"):
+        assert torch.equal(Circle(3.0, norm).vector_field(0.0, th), circle_field_fourier(th, 3.0, norm))
+    with pytest.raises(ValueError, match="X"):
+        Circle(3.0).vector_field(0.0, torch.zeros(2, 3, 2, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("normalization", ["usa", "softmax"])
 def test_far_apart_pairs_absolute_error(normalization):
     # two far-apart tokens at beta = 100 interact with weight e^{-100 (1 - cos d)}: the series
     # resolves the field only to ~eps times the kernel's scale (e^beta for USA, 1 for SA)

@@ -231,3 +231,23 @@ def test_cluster_count_rho_min_and_subspace_distance():
     assert metrics.cluster_count(X, 0.1).item() == 2
     assert metrics.rho_min(X).item() == -1.0
     assert metrics.distance_to_subspace(X, e1).abs().max().item() == 0.0
+
+
+def test_model_field_skips_checks_but_not_correctness():
+    # the integrators' path (model.field, unchecked) equals the public, checked attention_field, with
+    # A is V (one product) or not, and with parameters of another dtype (cast, not a torch error)
+    from companion.attention import attention_field
+
+    g = torch.Generator().manual_seed(21)
+    X = torch.nn.functional.normalize(torch.randn(3, 20, 4, generator=g, dtype=torch.float64), dim=-1)
+    V = torch.randn(4, 4, generator=g, dtype=torch.float64)
+    V = V + V.T
+    A = torch.randn(4, 4, generator=g, dtype=torch.float64)
+    shared = models.Sphere(A=V, V=V, beta=2.0)
+    assert shared.cast(X).A is shared.cast(X).V
+    assert torch.equal(shared.field(X), attention_field(X, V, V, 2.0))
+    assert torch.allclose(models.Sphere(A=A, V=V, beta=2.0).field(X), attention_field(X, A, V, 2.0), rtol=0, atol=1e-14)
+    X32 = X.float()
+    assert models.Sphere(A=A, V=V, beta=2.0).field(X32).dtype == torch.float32
+    with pytest.raises(ValueError, match="V"):
+        models.Sphere(V=torch.eye(3), beta=1.0).field(X)

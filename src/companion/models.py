@@ -24,7 +24,7 @@ from typing import ClassVar
 import torch
 
 from ._validate import as_tokens, check_beta, check_matrix, check_on_sphere, check_generator, check_positive
-from .attention import NORMALIZATIONS, attend, attention_field
+from .attention import NORMALIZATIONS, attend, attention_field, field_unchecked
 
 __all__ = [
     "Euclidean",
@@ -74,6 +74,17 @@ def _check_params(model, X: torch.Tensor, names: tuple[str, ...]) -> None:
             raise ValueError(f"{name} has {M.shape[0]} trials but X has {T}")
 
 
+def _params_like(M: torch.Tensor | None, X: torch.Tensor, name: str) -> torch.Tensor | None:
+    """M on X's dtype and device, after O(1) checks only (no scan of the data: this runs every step)."""
+    if M is None:
+        return None
+    if not isinstance(M, torch.Tensor) or M.ndim not in (2, 3) or M.shape[-2:] != (X.shape[-1], X.shape[-1]):
+        M = check_matrix(M, X.shape[-1], name, like=X)  # the full check, with its error message
+    if M.ndim == 3 and M.shape[0] not in (1, X.shape[0]):
+        raise ValueError(f"{name} has {M.shape[0]} trials but X has {X.shape[0]}")
+    return M if (M.dtype == X.dtype and M.device == X.device) else M.to(device=X.device, dtype=X.dtype)
+
+
 @dataclasses.dataclass(frozen=True)
 class _AttentionModel:
     A: torch.Tensor | None = None
@@ -97,11 +108,19 @@ class _AttentionModel:
         return X
 
     def cast(self, X: torch.Tensor):
-        return dataclasses.replace(self, A=_cast(self.A, X), V=_cast(self.V, X))
+        A = _cast(self.A, X)
+        V = A if self.V is self.A else _cast(self.V, X)  # keep A is V (one product in the field)
+        return dataclasses.replace(self, A=A, V=V)
 
     def field(self, X: torch.Tensor) -> torch.Tensor:
-        """The attention field ``B[mu_X](x_i)`` (no projection). X: (trials, n, d)."""
-        return attention_field(X, self.A, self.V, self.beta, normalization=self.normalization, backend=self.backend)
+        """The attention field ``B[mu_X](x_i)`` (no projection). X: (trials, n, d).
+
+        Unchecked: :func:`companion.integrate.simulate` checks the model against x0 once
+        (:meth:`validate`) and casts its parameters to x0's device and dtype (:meth:`cast`)."""
+        A, V = _params_like(self.A, X, "A"), _params_like(self.V, X, "V")
+        if self.V is self.A:
+            V = A
+        return field_unchecked(X, A, V, self.beta, normalization=self.normalization, backend=self.backend)
 
 
 @dataclasses.dataclass(frozen=True)
