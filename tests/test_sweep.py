@@ -88,6 +88,31 @@ def test_flatten_roundtrip():
     np.testing.assert_array_equal(back["a"], [0.0, 1.0, 2.0])
 
 
+def test_flatten_roundtrip_number_keys_and_lists_of_dicts():
+    """Shapes the chapters' experiments return: dicts keyed by beta or rank, lists of per-run dicts,
+    ragged lists of arrays (these made 6 of 35 experiments fail in `run --all`)."""
+    res = {
+        "rho": {0.1: np.arange(3.0), 1.5: np.ones(2)},
+        "runs": {8: {"norm": [1.0, 2.0]}, 32: {"norm": [3.0]}},
+        "list_of_runs": [{"beta": 5.0, "counts": np.array([1, 2])}, {"beta": 7.0, "note": None}],
+        "ragged": [np.zeros(2), np.zeros(3)],
+        "odd keys": {"#x": 1, "@y": 2, True: 3},
+    }
+    arrays, other = flatten_result(res)
+    assert other == {"list_of_runs/@1/note": None}
+    back = unflatten_result(arrays, other)
+    assert sorted(back["rho"]) == [0.1, 1.5] and sorted(back["runs"]) == [8, 32]
+    np.testing.assert_array_equal(back["rho"][0.1], [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(back["runs"][32]["norm"], [3.0])
+    assert [r["beta"] for r in back["list_of_runs"]] == [5.0, 7.0] and back["list_of_runs"][1]["note"] is None
+    assert [a.shape for a in back["ragged"]] == [(2,), (3,)]
+    assert back["odd keys"] == {"#x": 1, "@y": 2, True: 3}
+    with pytest.raises(ValueError, match="must not contain '/'"):
+        flatten_result({"a/b": 1})
+    with pytest.raises(ValueError, match="strings, numbers or bools"):
+        flatten_result({(1, 2): 1})
+
+
 @pytest.mark.parametrize(
     "bad, err, match",
     [
