@@ -36,10 +36,21 @@ def repo_root() -> Path:
     return Path.cwd()
 
 
+def _read_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# Permissions of written files: what open() would give (the temporary file is created 0600).
+_FILE_MODE = 0o666 & ~_read_umask()
+
+
 def atomic_write_bytes(path: Path | str, data: bytes) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``.
 
-    A reader never sees a half-written file, and a crash leaves the old file intact.
+    A reader never sees a half-written file, and a crash leaves the old file intact. The file gets
+    the permissions a plain ``open(path, "wb")`` would give (0666 less the umask).
 
     Examples
     --------
@@ -47,6 +58,8 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> Path:
     >>> p = atomic_write_bytes(Path(tempfile.mkdtemp()) / "a" / "x.bin", b"abc")
     >>> p.read_bytes(), sorted(f.name for f in p.parent.iterdir())
     (b'abc', ['x.bin'])
+    >>> p.stat().st_mode & 0o777 == 0o666 & ~_read_umask()
+    True
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -55,6 +68,7 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> Path:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            os.fchmod(f.fileno(), _FILE_MODE)
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
