@@ -134,6 +134,35 @@ def test_help_lists_registered_experiments():
     assert all(n in out.stdout for n in names)
 
 
+def test_every_experiment_takes_profile_device_and_has_a_figure():
+    """What `run --all` relies on: the CLI calls func(profile=..., device=...) and saves the figures
+    of the experiment's plot function (registered with experiments.plots)."""
+    import inspect
+
+    without_figure = {"spectral-stability-cases"}  # a table of Jacobian checks, no figure in the chapter
+    reg = experiments.registry()
+    assert len(reg) >= 35
+    for name, exp in reg.items():
+        params = inspect.signature(exp.func).parameters
+        assert {"profile", "device"} <= set(params), name
+        assert (exp.plot is None) == (name in without_figure), name
+
+
+def test_run_reports_time_and_figures(registered, tmp_path, capsys):
+    from companion.experiments import _REGISTRY
+
+    bare = "_test-cli-bare"
+    experiments.experiment(bare, chapter="_test")(decay)
+    try:
+        assert main(["run", NAME, bare, "--out", str(tmp_path)]) == 0
+    finally:
+        _REGISTRY.pop(bare, None)
+    out = capsys.readouterr().out
+    assert f"{NAME}: " in out and "(+ .json, 1 figure)" in out
+    assert f"{bare}: " in out and "no figure (no plot function)" in out
+    assert "2 experiments in " in out and "slowest: " in out
+
+
 def test_chapter_times_from_notebook_metadata(tmp_path):
     nb = {"cells": [
         {"cell_type": "code", "metadata": {"execution": {"iopub.execute_input": "2026-01-01T00:00:01.000Z", "shell.execute_reply": "2026-01-01T00:00:03.500Z"}}},

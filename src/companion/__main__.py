@@ -15,6 +15,7 @@ import argparse
 import functools
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -148,19 +149,29 @@ def _cmd_run(args: argparse.Namespace) -> int:
         _checked(get, n)  # unknown names and devices fail before anything runs
     _checked(resolve_device, args.device)
     params = dict(args.param)
-    failed = []
+    failed: list[str] = []
+    times: dict[str, float] = {}
+    t_all = time.perf_counter()
     bar = tqdm(names, desc=f"run ({args.profile}, {args.device})", unit="experiment", disable=len(names) < 2)
     for n in bar:
         bar.set_postfix_str(n)
+        t0 = time.perf_counter()
         try:
             path = run_experiment(n, args.profile, args.device, out=args.out, params=params, figure=not args.no_figure)
         except Exception as e:
             if len(names) == 1:
                 raise
             failed.append(n)
-            tqdm.write(f"FAILED {n}: {type(e).__name__}: {e}")
+            tqdm.write(f"FAILED {n} after {time.perf_counter() - t0:.1f} s: {type(e).__name__}: {e}")
             continue
-        tqdm.write(f"{n}: wrote {path} (+ .json{'' if args.no_figure else ', figure'})")
+        times[n] = time.perf_counter() - t0
+        figures = json.loads(path.with_suffix(".json").read_text()).get("figures") or []
+        drawn = "" if args.no_figure else (f", {len(figures)} figure{'s' if len(figures) > 1 else ''}" if figures else ", no figure (no plot function)")
+        tqdm.write(f"{n}: {times[n]:.1f} s, wrote {path} (+ .json{drawn})")
+    if len(names) > 1:
+        slowest = sorted(times, key=times.get, reverse=True)[:5]
+        print(f"{len(names)} experiments in {time.perf_counter() - t_all:.1f} s wall ({args.profile}, {args.device}); "
+              f"slowest: {', '.join(f'{n} {times[n]:.1f} s' for n in slowest)}")
     if failed:
         print(f"{len(failed)} of {len(names)} experiments failed: {', '.join(failed)}", file=sys.stderr)
         return 1

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from . import experiment
+from . import experiment, plots
 from .._validate import check_positive
 
 __all__ = [
@@ -258,6 +258,7 @@ def _ax(ax):
     return ax
 
 
+@plots("llm_random_adapters")
 def plot_llm_random_adapters(result: dict, ax=None, key: str = "v_proj"):
     """Perplexity against random-adapter norm, one line per rank (paper A, Fig. 2)."""
     ax = _ax(ax)
@@ -271,6 +272,7 @@ def plot_llm_random_adapters(result: dict, ax=None, key: str = "v_proj"):
     return ax
 
 
+@plots("llm_training")
 def plot_llm_training(result: dict, ax=None):
     """Forgetting (base-domain perplexity) against update norm over training, per rank (Fig. 3)."""
     ax = _ax(ax)
@@ -282,6 +284,7 @@ def plot_llm_training(result: dict, ax=None):
     return ax
 
 
+@plots("llm_training")
 def plot_llm_alignment(result: dict, ax=None):
     """Mean over layers of Align_l against step, per rank, with the random baseline 1 (Fig. 4)."""
     ax = _ax(ax)
@@ -293,6 +296,7 @@ def plot_llm_alignment(result: dict, ax=None):
     return ax
 
 
+@plots("llm_training")
 def plot_llm_drift(result: dict, ax=None, rank: int | None = None):
     """Relative drift Delta_l per layer at each checkpoint of one rank, tau marked (Fig. 6)."""
     ax = _ax(ax)
@@ -307,6 +311,7 @@ def plot_llm_drift(result: dict, ax=None, rank: int | None = None):
     return ax
 
 
+@plots("llm_spectra")
 def plot_llm_spectra(result: dict, axes=None):
     """Eigenvalues of per-head value matrices in the complex plane, encoder and decoder (Fig. 7)."""
     if axes is None:
@@ -321,6 +326,7 @@ def plot_llm_spectra(result: dict, axes=None):
     return axes
 
 
+@plots("llm_layer_repetition")
 def plot_llm_layer_repetition(result: dict, ax=None):
     """Mean pairwise token cosine similarity against depth, natural and random-word text (Fig. 14)."""
     ax = _ax(ax)

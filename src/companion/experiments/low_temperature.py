@@ -19,7 +19,7 @@ import torch
 from .. import init, metrics, models
 from ..integrate import simulate
 from ..theory import low_temperature as lt
-from . import experiment
+from . import experiment, plots
 
 __all__ = [
     "FIG3_B",
@@ -202,6 +202,7 @@ def figure3(profile: str = "fast", device: str = "cpu", *, seeds: int | None = N
     }
 
 
+@plots("low_temperature.figure3")
 def plot_figure3(result: dict[str, Any], ax=None):
     """Two panels: W_2(mu_t, Pi_# mu_0) per seed, and the mean alignment with E and with F."""
     import matplotlib.pyplot as plt
@@ -254,6 +255,7 @@ def beta_comparison(profile: str = "fast", device: str = "cpu", *, betas: Sequen
     }
 
 
+@plots("low_temperature.beta_comparison")
 def plot_beta_comparison(result: dict[str, Any], ax=None):
     """(a) seed-mean W_2(mu_t, Pi_# mu_0) per beta and for beta = inf; (b) exit time against log beta."""
     import matplotlib.pyplot as plt
@@ -309,6 +311,7 @@ def rate_in_beta(profile: str = "fast", device: str = "cpu", *, betas: Sequence[
     }
 
 
+@plots("low_temperature.rate_in_beta")
 def plot_rate_in_beta(result: dict[str, Any], ax=None):
     """log-log: distance to the zero-temperature solution against beta, with the rate sqrt(log(beta+1)/beta)."""
     import matplotlib.pyplot as plt
@@ -366,6 +369,7 @@ def zero_temperature_rate(profile: str = "fast", device: str = "cpu", *, n_large
     return out
 
 
+@plots("low_temperature.zero_temperature_rate")
 def plot_zero_temperature_rate(result: dict[str, Any], ax=None):
     """W_2(rho_t, Pi_# rho_0) of the zero-temperature flow with the two predicted slopes."""
     import matplotlib.pyplot as plt
@@ -417,6 +421,7 @@ def conjecture1(profile: str = "fast", device: str = "cpu", *, beta: float = 30.
     return out
 
 
+@plots("low_temperature.conjecture1")
 def plot_conjecture1(result: dict[str, Any], ax=None):
     """Seed-mean alignment with E, F and F^abs over time, one panel per example."""
     import matplotlib.pyplot as plt

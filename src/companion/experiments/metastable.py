@@ -21,7 +21,7 @@ from ..integrate import simulate
 from ..models import metastable as sphere_model
 from ..pde import circle_w1, density_moments, noisy_uniform, quantile_tokens, solve_mean_field
 from ..theory.metastable import gamma_k, growth_rate, k_max, linear_time, predicted_centres
-from . import experiment
+from . import experiment, plots
 
 __all__ = [
     "linear_rates",
@@ -159,6 +159,7 @@ def linear_rates(profile: str = "fast", device: str = "cpu", *, normalization: s
     return out
 
 
+@plots("metastable_linear_rates")
 def plot_linear_rates(result: dict[str, Any], axes=None):
     """Measured growth rates (dots) against gamma_k (lines), and k_max(beta) measured vs theory."""
     import matplotlib.pyplot as plt
@@ -246,6 +247,7 @@ def lnN_law(profile: str = "fast", device: str = "cpu", *, beta: float = 5.0, le
             "joint_lnN": float(coef[1]), "joint_amp": float(coef[2]), "t_trials": tt, "n_trials": nn, "amp0_trials": aa}
 
 
+@plots("metastable_lnN")
 def plot_lnN_law(result: dict[str, Any], ax=None):
     """Mean end of the linear phase against ln N with the fitted and the predicted slope."""
     import matplotlib.pyplot as plt
@@ -347,6 +349,13 @@ def plot_official_run(run: dict[str, Any], axes=None):
     return axes
 
 
+
+@plots("metastable_official")
+def _plot_official_runs(result: dict[str, Any]) -> None:
+    """Every official run of :func:`official_runs`, one figure each (for ``python -m companion run``)."""
+    for run in result["runs"]:
+        plot_official_run(run)
+
 # ----------------------------------------------------------------------------- 2. plateau and merging
 
 
@@ -369,6 +378,7 @@ def long_run(profile: str = "fast", device: str = "cpu", *, beta: float = 5.0, s
             "first_k": first_k, "first_merge": merged, "final_counts": counts[:, -1], "stats": sol.stats}
 
 
+@plots("metastable_long_run")
 def plot_long_run(result: dict[str, Any], ax=None):
     """Cluster count against time (log scale) for every trial."""
     import matplotlib.pyplot as plt
@@ -415,6 +425,7 @@ def mean_field_pde(profile: str = "fast", device: str = "cpu", *, beta: float = 
             "peak_masses": masses, "min_u": float(us.min()), "particles_final": final_particles}
 
 
+@plots("metastable_pde")
 def plot_pde(result: dict[str, Any], axes=None):
     """u(t, theta) at the saved times, and the particle histogram against u(T)."""
     import matplotlib.pyplot as plt
@@ -476,6 +487,7 @@ def sphere_rates(profile: str = "fast", device: str = "cpu", *, normalization: s
     return out
 
 
+@plots("metastable_sphere")
 def plot_sphere_rates(result: dict[str, Any], ax=None):
     """Measured growth rate of each degree l on S^2 (dots) against the formula (lines)."""
     import matplotlib.pyplot as plt

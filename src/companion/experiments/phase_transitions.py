@@ -24,7 +24,7 @@ from ..attention import attend
 from ..integrate import simulate
 from ..metrics import cluster_labels
 from ..theory import lora_depth as th
-from . import experiment
+from . import experiment, plots
 
 __all__ = [
     "ScaleCappedRescaled",
@@ -479,6 +479,7 @@ def _ax(ax):
     return ax if ax is not None else plt.subplots(figsize=(5, 3.6))[1]
 
 
+@plots("norm_transition")
 def plot_norm_transition(result: dict, ax=None):
     """Stationary deviation against depth L, one curve per alpha (log-log), dashed: kappa_eff theory."""
     ax = _ax(ax)
@@ -495,6 +496,7 @@ def plot_norm_transition(result: dict, ax=None):
     return ax
 
 
+@plots("critical_kappa")
 def plot_critical_kappa(result: dict, ax=None):
     """Measured stationary deviation / prediction, against kappa, for (21), Theorem D.4 and Bingham."""
     ax = _ax(ax)
@@ -507,6 +509,7 @@ def plot_critical_kappa(result: dict, ax=None):
     return ax
 
 
+@plots("rank_independence")
 def plot_rank_independence(result: dict, ax=None):
     """E sum_i (1 - <x_i,u1>^2) against macroscopic time for ranks 1, 4, 16 at equal kappa."""
     ax = _ax(ax)
@@ -519,6 +522,7 @@ def plot_rank_independence(result: dict, ax=None):
     return ax
 
 
+@plots("depth_transition")
 def plot_depth_transition(result: dict, ax=None):
     """Rescaled tokens of one initial condition: base limit clusters and the perturbed trajectory."""
     ax = _ax(ax)
@@ -534,6 +538,7 @@ def plot_depth_transition(result: dict, ax=None):
     return ax
 
 
+@plots("eps_sweep")
 def plot_eps_sweep(result: dict, ax=None):
     """Median time to bifurcation T*, time to cluster and the Theorem 4.6 bound against eps (log-log)."""
     ax = _ax(ax)

@@ -23,7 +23,7 @@ from .._validate import as_tokens, check_on_sphere
 from ..integrate import simulate
 from ..theory import consensus as th_consensus
 from ..theory import spectral as th
-from . import experiment
+from . import experiment, plots
 
 __all__ = [
     "PROFILES",
@@ -237,6 +237,7 @@ def modal_form(profile: str = "fast", device: str = "cpu", **kw) -> dict[str, An
     return dict(ts=_np(ts), masses=_np(masses), lambdas=_np(lam), max_error=err, config=cfg)
 
 
+@plots("spectral-modal-form")
 def plot_modal_form(result: dict[str, Any], ax=None):
     """Averaged modal masses m_k(t) (mean over trials) of the direct simulation."""
     import matplotlib.pyplot as plt
@@ -311,6 +312,7 @@ def invariant_manifolds(profile: str = "fast", device: str = "cpu", **kw) -> dic
     )
 
 
+@plots("spectral-invariant-manifolds")
 def plot_invariant_manifolds(result: dict[str, Any], ax=None):
     """M(t) on the balanced bipolar manifold for six initial points."""
     import matplotlib.pyplot as plt
@@ -448,6 +450,7 @@ def stability_boundary(profile: str = "fast", device: str = "cpu", **kw) -> dict
     return out
 
 
+@plots("spectral-stability-boundary")
 def plot_stability_boundary(result: dict[str, Any], ax=None):
     """Figure 5: the boundary sigma(e^{2 beta}, r) (lines), thresholds (empty circles), located (x)."""
     import matplotlib.pyplot as plt
@@ -502,6 +505,7 @@ def cone_bound(profile: str = "fast", device: str = "cpu", **kw) -> dict[str, An
     )
 
 
+@plots("spectral-cone-bound")
 def plot_cone_bound(result: dict[str, Any], ax=None):
     """R_k(t) / bound (Theorem 6.1) for every trial and k: never above 1."""
     import matplotlib.pyplot as plt
@@ -516,6 +520,7 @@ def plot_cone_bound(result: dict[str, Any], ax=None):
     return ax
 
 
+@plots("spectral-cone-bound")
 def plot_snapshots(result: dict[str, Any], fig=None):
     """Figure 1: one trial of cone data at t = 0, 0.5, 1, 2 on S^2; the star marks e_1."""
     import matplotlib.pyplot as plt
@@ -563,6 +568,7 @@ def rho_min_ensembles(profile: str = "fast", device: str = "cpu", **kw) -> dict[
     return out
 
 
+@plots("spectral-rho-min")
 def plot_rho_min(result: dict[str, Any], axes=None):
     """Figure 2: one curve per trial, one panel per beta."""
     import matplotlib.pyplot as plt
@@ -604,6 +610,7 @@ def two_tokens(profile: str = "fast", device: str = "cpu", **kw) -> dict[str, An
     )
 
 
+@plots("spectral-two-tokens")
 def plot_two_tokens(result: dict[str, Any], axes=None):
     """Figure 3: rho(t) and m_d(t) for every pair."""
     import matplotlib.pyplot as plt
@@ -648,6 +655,7 @@ def multi_token(profile: str = "fast", device: str = "cpu", **kw) -> dict[str, A
     )
 
 
+@plots("spectral-multi-token")
 def plot_multi_token(result: dict[str, Any], axes=None):
     """Figure 4: modal masses m_k(t) (trial mean and spread) and the split n_+ of the final states."""
     import matplotlib.pyplot as plt

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import experiment
+from . import experiment, plots
 from .. import init, metrics
 from ..integrate import simulate
 from ..models import Euclidean, Sphere
@@ -186,6 +186,7 @@ def prop31_wasserstein(profile: str = "fast", device: str = "cpu", **overrides: 
     }
 
 
+@plots("prop31_wasserstein")
 def plot_prop31_wasserstein(result: dict[str, Any], ax=None):
     """Left: W2(t) (mean over seeds) per eps for the "both" family (or the last one) with bound (14)
     where it is below 1e6; right: log10 log10 of the slack bound / measured (min over trials)."""
@@ -369,6 +370,7 @@ def prop33_families(profile: str = "fast", device: str = "cpu", **overrides: Any
     return {"config": dataclasses.asdict(cfg), "profile": profile, "families": fams, "gamma": cfg.gamma}
 
 
+@plots("prop33_families")
 def plot_prop33_families(result: dict[str, Any], ax=None):
     """Left: drift |u1 - u1~| against the perturbation size for the in-span (a), mixing (b) and
     orthogonal (E) families, measured from the dynamics (o) and bound (16) (--, only where (15)
@@ -447,6 +449,7 @@ def prop33_map(profile: str = "fast", device: str = "cpu", **overrides: Any) -> 
     }
 
 
+@plots("prop33_map")
 def plot_prop33_map(result: dict[str, Any], ax=None):
     """Measured drift over (|b|, |E|) with the boundary of condition (15) (solid) and the line
     gap = e (dotted) where the perturbed top eigenvalue crosses when s = 0."""
@@ -541,6 +544,7 @@ def remark34_ranks(profile: str = "fast", device: str = "cpu", ranks: tuple[int,
     }
 
 
+@plots("remark34_ranks")
 def plot_remark34_ranks(result: dict[str, Any], ax=None):
     """Measured squared cluster displacement against rank, with eq. (17) printed and with a."""
     import matplotlib.pyplot as plt
@@ -626,6 +630,7 @@ def mitigation(profile: str = "fast", device: str = "cpu", rank: int = 2, draws:
     return out
 
 
+@plots("stability_mitigation")
 def plot_mitigation(result: dict[str, Any], ax=None):
     """Mean drift against the Frobenius norm of the update, raw and orthogonally projected."""
     import matplotlib.pyplot as plt
