@@ -25,7 +25,15 @@ __all__ = ["results_dir", "run_experiment", "load_run", "save_figures", "figure_
 
 
 def results_dir(root: Path | str | None = None) -> Path:
-    """``data/results`` of the repository (or of ``root``)."""
+    """``data/results`` of the repository (or of ``root``).
+
+    Examples
+    --------
+    >>> results_dir("/tmp/clone").as_posix()
+    '/tmp/clone/data/results'
+    >>> results_dir() == repo_root() / "data" / "results"
+    True
+    """
     return Path(root) / "data" / "results" if root is not None else repo_root() / "data" / "results"
 
 
@@ -40,6 +48,17 @@ def save_figures(plot, result: Mapping[str, Any], path: Path) -> list[Path]:
 
     Plot functions of the chapters take ``ax=`` or ``axes=`` and may open several figures, so the
     figures are collected from pyplot rather than passed in.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> def plot(result):  # one figure per curve
+    ...     import matplotlib.pyplot as plt
+    ...     for y in result["curves"]:
+    ...         plt.subplots()[1].plot(y)
+    >>> paths = save_figures(plot, {"curves": [[0, 1], [1, 0]]}, Path(tempfile.mkdtemp()) / "fig.png")
+    >>> [p.name for p in paths], [p.read_bytes()[:4] for p in paths]
+    (['fig.png', 'fig-2.png'], [b'\x89PNG', b'\x89PNG'])
     """
     import matplotlib
 
@@ -82,6 +101,19 @@ def run_experiment(
     Returns
     -------
     Path of the .npz written (its provenance JSON and figure beside it).
+
+    Examples
+    --------
+    The introduction's consensus check, shortened (4 tokens to t = 1), into a scratch folder:
+
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp())
+    >>> path = run_experiment("intro-consensus", "fast", out=out, params={"n": 4, "t1": 1.0})
+    >>> path.relative_to(out).as_posix(), sorted(p.name for p in path.parent.iterdir())
+    ('intro-consensus/fast.npz', ['fast.json', 'fast.npz', 'fast.png'])
+    >>> meta = json.loads(path.with_suffix(".json").read_text())
+    >>> meta["config"]["params"], meta["figures"], meta["wall_time_s"] >= 0
+    ({'n': 4, 't1': 1.0}, ['fast.png'], True)
     """
     from .experiments import get
     from .gpu import resolve_device
@@ -107,6 +139,17 @@ def load_run(name: str, profile: str = "full", root: Path | str | None = None) -
     """The result dict and provenance saved by :func:`run_experiment`, or None if there is none.
 
     Lists come back as numpy arrays and 0-d arrays as Python scalars.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> load_run("intro-consensus", "fast", root=root) is None  # nothing stored yet
+    True
+    >>> _ = run_experiment("intro-consensus", "fast", out=results_dir(root), params={"n": 4, "t1": 1.0}, figure=False)
+    >>> result, meta = load_run("intro-consensus", "fast", root=root)
+    >>> result["max_mass_error"] < 1e-8, result["p_sim"].shape, meta["config"]["experiment"]
+    (True, (21, 3), 'intro-consensus')
     """
     path = results_dir(root) / name / f"{_check_profile(profile)}.npz"
     try:
@@ -122,6 +165,15 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
     A chapter shows a stored full-profile result when ``data/results/<name>/full.json`` exists (made
     by ``python -m companion run NAME --profile full``, its device in the provenance); otherwise it
     computes the experiment while it executes, in the book's ``profile``, on the CPU.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> _ = run_experiment("intro-consensus", "full", out=results_dir(root), params={"n": 4, "t1": 1.0}, figure=False)
+    >>> rows = {r["experiment"]: r for r in figure_sources("fast", root=root)}
+    >>> [(r["profile"], r["device"], r["source"]) for r in (rows["intro-consensus"], rows["intro-clustering"])]
+    [('full', 'cpu', 'data/results/intro-consensus/full.npz'), ('fast', 'cpu', 'computed while the chapter executes')]
     """
     from .experiments import registry
 
@@ -151,6 +203,18 @@ def chapter_times(chapters: Path | str | None = None) -> list[dict[str, Any]]:
 
     Returns one row per ``book/chapters/*.ipynb``: ``chapter``, ``cells`` (code cells),
     ``seconds`` (None if unknown), ``executed``, ``machine`` and ``profile`` (None if unknown).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> rec = {"execution_seconds": 18.5, "executed": "2026-11-29 10:00 UTC", "machine": "x86_64, 2 CPUs", "profile": "fast"}
+    >>> cell = {"cell_type": "code", "metadata": {"execution": {
+    ...     "iopub.execute_input": "2026-11-29T10:00:00Z", "shell.execute_reply": "2026-11-29T10:00:04.25Z"}}}
+    >>> _ = (folder / "a.ipynb").write_text(json.dumps({"metadata": {"companion": rec}, "cells": [cell, cell]}))
+    >>> _ = (folder / "b.ipynb").write_text(json.dumps({"metadata": {}, "cells": [cell]}))
+    >>> [(r["chapter"], r["cells"], r["seconds"], r["profile"]) for r in chapter_times(folder)]
+    [('a', 2, 18.5, 'fast'), ('b', 1, 4.25, None)]
     """
     from datetime import datetime
 
@@ -177,7 +241,17 @@ def chapter_times(chapters: Path | str | None = None) -> list[dict[str, Any]]:
 
 
 def machine() -> dict[str, Any]:
-    """The machine this process runs on: platform, CPUs, Python, torch and its accelerator."""
+    """The machine this process runs on: platform, CPUs, Python, torch and its accelerator.
+
+    Examples
+    --------
+    >>> import os, torch
+    >>> m = machine()
+    >>> sorted(m)
+    ['accelerator', 'cpus', 'platform', 'processor', 'python', 'torch', 'torch threads']
+    >>> m["cpus"] == os.cpu_count(), m["torch"] == torch.__version__, m["python"] == platform.python_version()
+    (True, True, True)
+    """
     import os
 
     import torch
