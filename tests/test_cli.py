@@ -91,6 +91,52 @@ def test_sweep_command(registered, tmp_path, capsys):
     assert "4 points" in capsys.readouterr().out
 
 
+def decay_point(profile: str = "fast", device: str = "cpu", *, rate: float, seed: int = 0) -> dict:
+    """One point of a decay sweep: the final value of the Euler run at one rate."""
+    return {"rate": rate, "final": decay(profile, device, rate=rate, seed=seed)["final"]}
+
+
+def decay_assemble(points: list[dict]) -> dict:
+    rates = sorted({float(p["rate"]) for p in points})
+    final = np.array([next(p["final"] for p in points if p["rate"] == r) for r in rates])
+    return {"rates": np.array(rates), "final": final, "xs": final}  # xs: what plot_decay draws
+
+
+@pytest.fixture
+def sweepable(registered):
+    experiments.sweep_point(NAME, assemble=decay_assemble)(decay_point)
+    yield NAME
+
+
+def test_sweep_point_assembles_into_the_experiment_result(sweepable, tmp_path, capsys):
+    argv = ["sweep", NAME, "--grid", "rate=1,0.5,2", "--scheduler", "serial", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    assert len(list((tmp_path / NAME / "sweep-fast").glob("point-*.json"))) == 3
+    result, meta = _load(tmp_path)
+    np.testing.assert_array_equal(result["rates"], [0.5, 1.0, 2.0])
+    np.testing.assert_allclose(result["final"], [(1 - r / 20) ** 20 for r in (0.5, 1.0, 2.0)], rtol=1e-12)
+    assert meta["sweep"]["points"] == 3 and meta["sweep"]["axes"] == {"rate": [1, 0.5, 2]}
+    assert meta["sweep"]["point_function"].endswith("decay_point") and meta["figures"] == ["fast.png"]
+    assert "assembled the points into" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "grid, message",
+    [
+        (["seed=0:2"], "--grid rate=... is required"),
+        (["rate=1", "beta=2"], "--grid beta=...: the sweep point of _test-cli-decay"),
+    ],
+)
+def test_sweep_grid_checked_against_the_point_function(sweepable, tmp_path, grid, message, capsys):
+    argv = ["sweep", NAME, "--scheduler", "serial", "--out", str(tmp_path)] + [a for g in grid for a in ("--grid", g)]
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / NAME).exists()
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

@@ -3,11 +3,12 @@
     python -m companion list
     python -m companion run NAME [NAME ...] [--profile fast|full] [--device cpu|cuda] [--out DIR]
     python -m companion run --all --profile fast
-    python -m companion sweep NAME --grid beta=1,4,9 --grid seed=0:8 [--scheduler tcp://host:8786]
+    python -m companion sweep NAME --grid n=1000,10000 --grid seed=0:8 [--scheduler tcp://host:8786]
 
 ``run`` writes ``DIR/<name>/<profile>.npz`` (result), ``.json`` (provenance) and ``.png`` (figure),
 DIR defaulting to data/results; ``sweep`` writes one file pair per point under
-``DIR/<name>/sweep-<profile>/`` and resumes where a previous call stopped.
+``DIR/<name>/sweep-<profile>/``, resumes where a previous call stopped, and, for an experiment with a
+sweep point, saves the assembled result as ``run`` does.
 """
 from __future__ import annotations
 
@@ -93,6 +94,27 @@ def _experiments_epilog() -> str:
     return "\n".join(lines)
 
 
+def _sweeps_epilog() -> str:
+    import inspect
+
+    try:
+        from .experiments import registry
+
+        reg = registry()
+    except Exception as e:
+        return f"experiments: the registry failed to import ({type(e).__name__}: {e})"
+    lines = ["experiments with a sweep point (its parameters; * = required --grid):"]
+    for name, exp in reg.items():
+        if exp.point is None:
+            continue
+        params = inspect.signature(exp.point).parameters
+        names = [n + ("*" if p.default is inspect.Parameter.empty else "") for n, p in params.items()
+                 if n not in ("profile", "device") and p.kind is not p.VAR_KEYWORD]
+        lines.append(f"  {name}: {', '.join(names)}")
+    lines.append("any other experiment: the grid sets its keyword arguments (see `python -m companion list`)")
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (its help lists the registered experiments)."""
     epilog = _experiments_epilog()
@@ -114,11 +136,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-figure", action="store_true", help="skip the figure")
     common(run)
 
-    sw = sub.add_parser("sweep", help="run an experiment over a parameter grid on Dask", epilog=epilog, formatter_class=fmt)
+    sw = sub.add_parser("sweep", help="run an experiment over a parameter grid on Dask", epilog=_sweeps_epilog(), formatter_class=fmt,
+                        description="Map an experiment's sweep point (or, if it has none, the whole experiment) over the grid, one "
+                                    "Dask task per point; each point is saved under OUT/NAME/sweep-PROFILE/ and skipped when rerun. "
+                                    "The points of a sweep point assemble into the experiment's result, saved as by `run`.")
     sw.add_argument("name", metavar="EXPERIMENT")
     sw.add_argument("--grid", type=parse_axis, action="append", required=True, metavar="KEY=V1,V2|KEY=A:B", help="one axis of the grid (repeatable; the grid is their product)")
     sw.add_argument("--scheduler", default=None, help="Dask scheduler address (default: a LocalCluster here), or 'serial'")
     sw.add_argument("--workers", type=int, default=2, help="LocalCluster workers (default 2)")
+    sw.add_argument("--no-figure", action="store_true", help="skip the figure of the assembled result")
     common(sw)
     return parser
 
@@ -178,11 +204,34 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep_target(exp) -> tuple[Any, str]:
+    """What a sweep maps over the grid: the experiment's sweep point, else the whole experiment."""
+    if exp.point is not None:
+        return exp.point, f"the sweep point of {exp.name} ({exp.point.__module__}.{exp.point.__qualname__})"
+    return exp.func, f"experiment {exp.name} (no sweep point: the whole experiment runs at every grid point)"
+
+
+def _check_grid(exp, axes: dict[str, list[Any]]) -> None:
+    """Every --grid name is a parameter of what runs, and every required parameter has an axis."""
+    import inspect
+
+    target, what = _sweep_target(exp)
+    params = inspect.signature(target).parameters
+    names = [n for n, p in params.items() if n not in ("profile", "device") and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        for key in axes:
+            if key not in names:
+                raise UsageError(f"--grid {key}=...: {what} has no parameter {key!r}; its parameters: {', '.join(names)}")
+    missing = [n for n in names if params[n].default is inspect.Parameter.empty and n not in axes]
+    if missing:
+        raise UsageError(f"--grid {missing[0]}=... is required: {what} needs {', '.join(missing)}")
+
+
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from .experiments import get
     from .gpu import resolve_device
-    from .runs import results_dir
-    from .sweep import SERIAL, product_grid, run_sweep
+    from .runs import sweep_experiment
+    from .sweep import SERIAL, product_grid
 
     exp = _checked(get, args.name)
     device = _checked(resolve_device, args.device)
@@ -192,11 +241,16 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             raise UsageError(f"--grid {reserved}=...: use --{reserved} instead")
     if args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    _check_grid(exp, axes)
     grid = product_grid(**axes)
-    out = (args.out if args.out is not None else results_dir()) / args.name / f"sweep-{args.profile}"
-    func = functools.partial(exp.func, profile=args.profile, device=device)
-    results = run_sweep(func, grid, out, scheduler=SERIAL if args.scheduler == SERIAL else args.scheduler, n_workers=args.workers)
-    print(f"{args.name}: {len(results)} points in {out}")
+    t0 = time.perf_counter()
+    scheduler = SERIAL if args.scheduler == SERIAL else args.scheduler
+    where = "in this process" if scheduler == SERIAL else (f"on {scheduler}" if scheduler else f"on a LocalCluster of {args.workers} workers")
+    points, path = sweep_experiment(args.name, grid, args.profile, device, out=args.out, scheduler=scheduler,
+                                    n_workers=args.workers, figure=not args.no_figure)
+    print(f"{args.name}: {len(grid)} points in {points} ({time.perf_counter() - t0:.1f} s wall {where})")
+    if path is not None:
+        print(f"{args.name}: assembled the points into {path} (+ .json{'' if args.no_figure else ', figures'})")
     return 0
 
 

@@ -5,6 +5,8 @@ The command line (``python -m companion run NAME``) and the status page are buil
 * :func:`run_experiment` calls an experiment in a profile and on a device, and writes
   ``<out>/<name>/<profile>.npz`` (arrays), ``<profile>.json`` (provenance: config, versions, commit,
   machine, device, wall time) and ``<profile>.png`` (its figure, when it has a plot function);
+* :func:`sweep_experiment` computes an experiment's sweep point by point on Dask
+  (:func:`companion.sweep.run_sweep`) and saves what the points assemble into the same way;
 * :func:`load_run` reads such a result back (``None`` when there is none);
 * :func:`figure_sources`, :func:`chapter_times` and :func:`machine` gather what the status page shows.
 """
@@ -15,13 +17,13 @@ import json
 import platform
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .provenance import atomic_write_bytes, load_result, repo_root, save_result
 from .report import PROFILES
 from .sweep import flatten_result, unflatten_result
 
-__all__ = ["results_dir", "run_experiment", "load_run", "save_figures", "figure_sources", "chapter_times", "machine"]
+__all__ = ["results_dir", "run_experiment", "sweep_experiment", "load_run", "save_figures", "figure_sources", "chapter_times", "machine"]
 
 
 def results_dir(root: Path | str | None = None) -> Path:
@@ -65,6 +67,7 @@ def save_figures(plot, result: Mapping[str, Any], path: Path) -> list[Path]:
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
+    path = Path(path)
     plt.close("all")
     plot(dict(result))
     written = []
@@ -75,7 +78,21 @@ def save_figures(plot, result: Mapping[str, Any], path: Path) -> list[Path]:
         p = path if i == 0 else path.with_name(f"{path.stem}-{i + 1}{path.suffix}")
         written.append(atomic_write_bytes(p, buf.getvalue()))
     plt.close("all")
+    for old in path.parent.glob(f"{path.stem}-*{path.suffix}"):  # figures of an earlier run that drew more
+        if old not in written and old.stem[len(path.stem) + 1:].isdigit():
+            old.unlink()
     return written
+
+
+def _save_run(exp, profile: str, device: str, result: Mapping[str, Any], folder: Path, params: Mapping[str, Any],
+              wall: float, figure: bool, **extra: Any) -> Path:
+    arrays, other = flatten_result(result)
+    figures: list[str] = []
+    if figure and exp.plot is not None:
+        figures = [p.name for p in save_figures(exp.plot, result, folder / f"{profile}.png")]
+    config = {"experiment": exp.name, "chapter": exp.chapter, "profile": profile, "device": device, "params": dict(params)}
+    return save_result(folder / f"{profile}.npz", arrays, config=config, seed=params.get("seed"),
+                       other=other, wall_time_s=round(wall, 3), figures=figures, **extra)
 
 
 def run_experiment(
@@ -125,14 +142,86 @@ def run_experiment(
     folder = (Path(out) if out is not None else results_dir()) / name
     t0 = time.perf_counter()
     result = exp.func(profile=profile, device=device, **params)
-    wall = time.perf_counter() - t0
-    arrays, other = flatten_result(result)
-    figures: list[str] = []
-    if figure and exp.plot is not None:
-        figures = [p.name for p in save_figures(exp.plot, result, folder / f"{profile}.png")]
-    config = {"experiment": name, "chapter": exp.chapter, "profile": profile, "device": device, "params": params}
-    return save_result(folder / f"{profile}.npz", arrays, config=config, seed=params.get("seed"),
-                       other=other, wall_time_s=round(wall, 3), figures=figures)
+    return _save_run(exp, profile, device, result, folder, params, time.perf_counter() - t0, figure)
+
+
+def sweep_experiment(
+    name: str,
+    grid: Sequence[Mapping[str, Any]],
+    profile: str = "fast",
+    device: str = "cpu",
+    *,
+    out: Path | str | None = None,
+    scheduler: Any = None,
+    n_workers: int = 2,
+    figure: bool = True,
+    progress: bool = True,
+) -> tuple[Path, Path | None]:
+    """Compute the registered experiment ``name`` over ``grid`` with :func:`companion.sweep.run_sweep`.
+
+    An experiment with a sweep point (:func:`companion.experiments.sweep_point`) is computed one
+    point per task, and the points assemble into its result, saved like :func:`run_experiment`'s
+    (``out/<name>/<profile>.npz``, figure, provenance naming the grid). Any other experiment is run
+    whole at every grid point (the grid then sets its keyword arguments), and nothing is assembled.
+
+    Parameters
+    ----------
+    grid : points, dicts of parameter values (:func:`companion.sweep.product_grid`); ``profile``
+        and ``device`` are passed to every point and may not appear in it.
+    out : results folder (default ``data/results``): the points go to ``out/<name>/sweep-<profile>/``.
+    scheduler, n_workers, progress : as in :func:`companion.sweep.run_sweep` (``"serial"``: no Dask).
+
+    Returns
+    -------
+    (folder of the points, path of the assembled .npz or None).
+
+    Examples
+    --------
+    Two seeds of the smallest N of the metastable chapter's ln N law, in this process:
+
+    >>> import tempfile
+    >>> from companion.sweep import product_grid
+    >>> root = Path(tempfile.mkdtemp())
+    >>> grid = product_grid(n=[1000], seed=[0, 1], trials=[2])
+    >>> points, path = sweep_experiment("metastable_lnN", grid, out=results_dir(root), scheduler="serial",
+    ...                                 figure=False, progress=False)
+    >>> sorted(p.suffix for p in points.iterdir()), path.relative_to(root).as_posix()
+    (['.json', '.json', '.npz', '.npz'], 'data/results/metastable_lnN/fast.npz')
+    >>> result, meta = load_run("metastable_lnN", "fast", root=root)
+    >>> result["ns"].tolist(), result["trials"].tolist(), meta["sweep"]["points"], meta["sweep"]["axes"]
+    ([1000], [4], 2, {'n': [1000], 'seed': [0, 1], 'trials': [2]})
+    """
+    import functools
+
+    from .experiments import get
+    from .gpu import resolve_device
+    from .sweep import run_sweep
+
+    exp = get(name)
+    _check_profile(profile)
+    device = resolve_device(device)
+    grid = [dict(p) for p in grid]
+    for p in grid:
+        for reserved in ("profile", "device"):
+            if reserved in p:
+                raise ValueError(f"grid points may not set {reserved!r}: it is the sweep's {reserved} argument")
+    folder = (Path(out) if out is not None else results_dir()) / name
+    target = exp.point if exp.point is not None else exp.func
+    t0 = time.perf_counter()
+    results = run_sweep(functools.partial(target, profile=profile, device=device), grid, folder / f"sweep-{profile}",
+                        scheduler=scheduler, n_workers=n_workers, progress=progress)
+    if exp.assemble is None:
+        return folder / f"sweep-{profile}", None
+    result = exp.assemble([{k: v for k, v in r.items() if k != "_provenance"} for r in results])
+    axes: dict[str, list[Any]] = {}
+    for p in grid:
+        for k, v in p.items():
+            if v not in axes.setdefault(k, []):
+                axes[k].append(v)
+    path = _save_run(exp, profile, device, result, folder, {}, time.perf_counter() - t0, figure,
+                     sweep={"points": len(grid), "axes": axes, "folder": f"sweep-{profile}",
+                            "point_function": f"{target.__module__}.{target.__qualname__}"})
+    return folder / f"sweep-{profile}", path
 
 
 def load_run(name: str, profile: str = "full", root: Path | str | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:

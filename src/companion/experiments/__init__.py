@@ -1,8 +1,9 @@
 """Experiments: one function per paper figure or theorem check, ``(profile, device) -> result dict``.
 
 Chapters call them, and ``python -m companion run NAME`` reruns them. Register one with
-:func:`experiment` and its figure with :func:`plots`; modules listed in ``_MODULES`` are imported
-lazily by :func:`registry`.
+:func:`experiment`, its figure with :func:`plots` and, for the heavy ones, the function computing
+one point of its sweep with :func:`sweep_point` (``python -m companion sweep NAME`` maps it over a
+grid on Dask); modules listed in ``_MODULES`` are imported lazily by :func:`registry`.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import dataclasses
 import importlib
 from typing import Any, Callable
 
-__all__ = ["Experiment", "experiment", "plots", "registry", "get"]
+__all__ = ["Experiment", "experiment", "plots", "sweep_point", "registry", "get"]
 
 # Modules holding registered experiments (imported on demand so `import companion` stays light).
 _MODULES: tuple[str, ...] = (
@@ -28,13 +29,20 @@ _REGISTRY: dict[str, "Experiment"] = {}
 
 @dataclasses.dataclass(frozen=True)
 class Experiment:
-    """A registered experiment: ``func(profile="fast", device="cpu", **kw) -> dict``."""
+    """A registered experiment: ``func(profile="fast", device="cpu", **kw) -> dict``.
+
+    ``plot(result)`` draws its figures; ``point(profile, device, **point) -> dict`` computes one
+    point of the sweep the experiment is made of, and ``assemble(points) -> dict`` turns the
+    results of a list of points into the experiment's result (both None when it has no sweep).
+    """
 
     name: str
     chapter: str
     func: Callable[..., dict[str, Any]]
     description: str
     plot: Callable[..., Any] | None = None
+    point: Callable[..., dict[str, Any]] | None = None
+    assemble: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None
 
 
 def experiment(name: str, chapter: str, plot: Callable[..., Any] | None = None) -> Callable:
@@ -85,6 +93,43 @@ def plots(name: str) -> Callable:
         exp = _REGISTRY[name]
         _REGISTRY[name] = dataclasses.replace(exp, plot=plot if exp.plot is None else _chain(exp.plot, plot))
         return plot
+
+    return deco
+
+
+def sweep_point(name: str, assemble: Callable[[list[dict[str, Any]]], dict[str, Any]]) -> Callable:
+    """Decorator registering ``point(profile="fast", device="cpu", **params) -> dict`` as the
+    computation of one grid point of the registered experiment ``name``, and ``assemble`` as the
+    function that turns a list of point results back into the experiment's result.
+
+    The experiment itself should be ``assemble([point(profile, device, **p) for p in grid])`` over
+    its own grid, so that ``python -m companion sweep NAME --grid ...`` (one point per Dask task,
+    :func:`companion.sweep.run_sweep`) computes the same numbers as the chapter, only distributed.
+
+    Examples
+    --------
+    >>> @experiment("_doc-sum", chapter="_doc")
+    ... def total(profile="fast", device="cpu"):
+    ...     "Sum of the squares of 0..3."
+    ...     return add_up([square(profile, device, x=x) for x in range(4)])
+    >>> def add_up(points):
+    ...     return {"sum": sum(p["y"] for p in points)}
+    >>> @sweep_point("_doc-sum", assemble=add_up)
+    ... def square(profile="fast", device="cpu", *, x):
+    ...     return {"y": x * x}
+    >>> exp = get("_doc-sum")
+    >>> exp.func()["sum"], exp.assemble([exp.point(x=x) for x in (1, 2)])
+    (14, {'sum': 5})
+    >>> del _REGISTRY["_doc-sum"]
+    """
+    if not callable(assemble):
+        raise TypeError(f"sweep_point({name!r}): assemble must be callable, got {type(assemble).__name__}")
+
+    def deco(point: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+        if name not in _REGISTRY:
+            raise ValueError(f"sweep_point({name!r}): no experiment of that name is registered yet (register it first)")
+        _REGISTRY[name] = dataclasses.replace(_REGISTRY[name], point=point, assemble=assemble)
+        return point
 
     return deco
 

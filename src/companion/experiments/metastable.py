@@ -21,11 +21,13 @@ from ..integrate import simulate
 from ..models import metastable as sphere_model
 from ..pde import circle_w1, density_moments, noisy_uniform, quantile_tokens, solve_mean_field
 from ..theory.metastable import gamma_k, growth_rate, k_max, linear_time, predicted_centres
-from . import experiment, plots
+from . import experiment, plots, sweep_point
 
 __all__ = [
     "linear_rates",
     "lnN_law",
+    "lnN_point",
+    "lnN_assemble",
     "official_runs",
     "long_run",
     "mean_field_pde",
@@ -211,26 +213,61 @@ def _end_of_linear_phase(n: int, trials: int, beta: float, seed: int, level: flo
     return cross, amp0
 
 
+LNN_GRID = {"fast": ([1_000, 3_000, 10_000, 30_000, 100_000], [24, 12, 6, 3, 2]),
+            "full": ([1_000, 10_000, 100_000, 1_000_000], [64, 16, 8, 4])}
+
+
 @experiment("metastable_lnN", chapter="metastable")
 def lnN_law(profile: str = "fast", device: str = "cpu", *, beta: float = 5.0, level: float = 0.1, seed: int = 1, threads: int | None = 1) -> dict[str, Any]:
-    """Time at which the k_max mode reaches ``level`` against ln N (USA): slope vs 1/(2 gamma_kmax)."""
+    """Time at which the k_max mode reaches ``level`` against ln N (USA): slope vs 1/(2 gamma_kmax).
+
+    One :func:`lnN_point` per N of ``LNN_GRID[profile]`` (seed ``seed + 100 i`` for the i-th N),
+    combined by :func:`lnN_assemble`; ``python -m companion sweep metastable_lnN`` computes the
+    points on Dask instead.
+    """
     _check_profile(profile)
-    if profile == "fast":
-        ns, trials = [1_000, 3_000, 10_000, 30_000, 100_000], [24, 12, 6, 3, 2]
-    else:
-        ns, trials = [1_000, 10_000, 100_000, 1_000_000], [64, 16, 8, 4]
+    ns, trials = LNN_GRID[profile]
+    points = [lnN_point(profile, device, n=n, trials=tr, seed=seed + 100 * i, beta=beta, level=level, threads=threads)
+              for i, (n, tr) in enumerate(zip(ns, trials))]
+    return lnN_assemble(points)
+
+
+def lnN_assemble(points: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ln N law from :func:`lnN_point` results (any number of seeds per N, all at one beta and level).
+
+    Per N, the trials of every point are pooled: mean end of the linear phase and its standard
+    error; then the fitted slope against ln N, the per-trial slope against -ln |m_k(0)|, and the joint
+    fit (see :func:`lnN_law`).
+
+    Examples
+    --------
+    >>> pts = [{"n": n, "beta": 5.0, "level": 0.1, "t_end": np.array([0.1 * math.log(n)] * 2),
+    ...         "amp0": np.array([n ** -0.5] * 2)} for n in (100, 1000, 10000)]
+    >>> r = lnN_assemble(pts)
+    >>> round(r["slope"], 12), r["ns"].tolist(), r["trials"].tolist()
+    (0.1, [100, 1000, 10000], [2, 2, 2])
+    """
+    if not points:
+        raise ValueError("lnN_assemble needs at least one point")
+    beta, level = float(points[0]["beta"]), float(points[0]["level"])
+    if any(float(p["beta"]) != beta or float(p["level"]) != level for p in points):
+        raise ValueError("lnN_assemble: every point must have the same beta and level (sweep them separately)")
+    ns = sorted({int(p["n"]) for p in points})
+    by_n = {n: [p for p in points if int(p["n"]) == n] for n in ns}
     k = k_max(beta)
     gam = float(gamma_k(k, beta, "usa"))
-    t_end, t_sd, all_t, all_a = [], [], [], []
-    with _threads(threads):
-        for i, (n, tr) in enumerate(zip(ns, trials)):
-            cross, amp0 = _end_of_linear_phase(n, tr, beta, seed + 100 * i, level, dt=4e-3, seg=0.01, t_max=1.5)
-            t_end.append(float(np.nanmean(cross)))
-            t_sd.append(float(np.nanstd(cross) / math.sqrt(tr)))
-            all_t.append(cross)
-            all_a.append(amp0)
+    t_end, t_sd, all_t, all_a, trials = [], [], [], [], []
+    for n in ns:
+        cross = np.concatenate([np.atleast_1d(np.asarray(p["t_end"], dtype=np.float64)) for p in by_n[n]])
+        amp0 = np.concatenate([np.atleast_1d(np.asarray(p["amp0"], dtype=np.float64)) for p in by_n[n]])
+        tr = cross.size
+        t_end.append(float(np.nanmean(cross)))
+        t_sd.append(float(np.nanstd(cross) / math.sqrt(tr)))
+        all_t.append(cross)
+        all_a.append(amp0)
+        trials.append(tr)
     ln_n = np.log(np.array(ns, dtype=np.float64))
-    slope, icpt = np.polyfit(ln_n, np.array(t_end), 1)
+    slope, icpt = np.polyfit(ln_n, np.array(t_end), 1) if len(ns) > 1 else (math.nan, math.nan)
     # per trial, t_end = (ln level - ln |m_k(0)|) / gamma + c: the slope against -ln |m_k(0)| is 1/gamma
     tt, aa = np.concatenate(all_t), np.concatenate(all_a)
     nn = np.concatenate([np.full(tr, n, dtype=np.float64) for n, tr in zip(ns, trials)])
@@ -245,6 +282,29 @@ def lnN_law(profile: str = "fast", device: str = "cpu", *, beta: float = 5.0, le
             "slope_theory": 1 / (2 * gam), "t_star": linear_time(np.array(ns), beta, "usa"),
             "slope_amp": slope_amp, "slope_amp_theory": 1 / gam, "unfinished": int((~ok).sum()),
             "joint_lnN": float(coef[1]), "joint_amp": float(coef[2]), "t_trials": tt, "n_trials": nn, "amp0_trials": aa}
+
+
+@sweep_point("metastable_lnN", assemble=lnN_assemble)
+def lnN_point(profile: str = "fast", device: str = "cpu", *, n: int, seed: int, trials: int = 1, beta: float = 5.0,
+              level: float = 0.1, threads: int | None = 1) -> dict[str, Any]:
+    """One point of the ln N law: ``trials`` USA runs of ``n`` tokens (seed ``seed``), each run to the
+    first time ``|m_kmax| >= level`` (RK4, dt = 4e-3, checked every 0.01, at most t = 1.5).
+
+    Returns ``t_end`` (per trial; nan if not reached) and ``amp0`` (initial ``|m_kmax|``) with the
+    point's parameters. The profile sets nothing here (the grid does); it is checked and recorded.
+
+    Examples
+    --------
+    >>> r = lnN_point(n=200, seed=0, trials=2)
+    >>> r["t_end"].shape, bool(np.all((r["t_end"] > 0) & (r["t_end"] < 1.5)))
+    ((2,), True)
+    """
+    _check_profile(profile)
+    if int(n) < 2 or int(trials) < 1:
+        raise ValueError(f"need n >= 2 tokens and trials >= 1, got n = {n}, trials = {trials}")
+    with _threads(threads):
+        cross, amp0 = _end_of_linear_phase(int(n), int(trials), beta, seed, level, dt=4e-3, seg=0.01, t_max=1.5)
+    return {"n": int(n), "trials": int(trials), "seed": seed, "beta": beta, "level": level, "t_end": cross, "amp0": amp0}
 
 
 @plots("metastable_lnN")

@@ -24,11 +24,13 @@ from ..attention import attend
 from ..integrate import simulate
 from ..metrics import cluster_labels
 from ..theory import lora_depth as th
-from . import experiment, plots
+from . import experiment, plots, sweep_point
 
 __all__ = [
     "ScaleCappedRescaled",
     "norm_transition",
+    "norm_point",
+    "norm_assemble",
     "critical_kappa",
     "rank_independence",
     "depth_transition",
@@ -152,6 +154,11 @@ def _fit_slope(x, y, se) -> tuple[float, float]:
     return float(coef[1]), float(math.sqrt(cov[1, 1] * max(1.0, chi2)))
 
 
+NORM_DEPTHS = {"fast": [16, 32, 64, 128, 256, 512], "full": [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]}
+NORM_ALPHAS = (0.0, 0.25, 0.5, 0.75)
+NORM_PER = {"fast": 64, "full": 1000}  # samples per (alpha, L) and seed
+
+
 @experiment("norm_transition", chapter="phase_transitions")
 def norm_transition(profile: str = "fast", device: str = "cpu", *, seed: int = 0, c: float = 1.0, kappa0: float = 0.05) -> dict[str, Any]:
     """Theorem 4.2: stationary ``E sum_i |x_i - u1|^2`` against depth L for ``eta_L = c L^alpha``.
@@ -160,35 +167,88 @@ def norm_transition(profile: str = "fast", device: str = "cpu", *, seed: int = 0
     the adapters have rank 1 and ``s = d sqrt(kappa0)`` (so ``kappa = kappa0``). Returns the means
     and standard errors per (alpha, L), the weighted log-log slopes with their standard errors, and the
     kappa_eff prediction of the level; the theorem says slope ``-1``, the effective-noise argument
-    ``2 alpha - 1``.
+    ``2 alpha - 1``. One :func:`norm_point` per depth (seed ``seed + j`` for the j-th depth), combined
+    by :func:`norm_assemble`; ``python -m companion sweep norm_transition`` computes them on Dask.
     """
     _check_profile(profile)
-    fast = profile == "fast"
-    d, n = 3, 8
-    per = 64 if fast else 1000
-    depths = [16, 32, 64, 128, 256, 512] if fast else [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
-    alphas = [0.0, 0.25, 0.5, 0.75]
-    t_end = 3
-    V = torch.diag(torch.tensor(LAMBDAS3, dtype=F64, device=device))
-    s = d * math.sqrt(kappa0)
+    points = [norm_point(profile, device, L=L, seed=seed + j, c=c, kappa0=kappa0) for j, L in enumerate(NORM_DEPTHS[profile])]
+    return norm_assemble(points)
+
+
+def norm_assemble(points: list[dict[str, Any]]) -> dict[str, Any]:
+    """The norm transition from :func:`norm_point` results (any number of seeds per depth, one c and kappa0).
+
+    Per (alpha, L) the per-sample time averages of every point are pooled into a mean and a standard
+    error; then the weighted log-log slope per alpha and the kappa_eff prediction (see
+    :func:`norm_transition`).
+
+    Examples
+    --------
+    >>> pts = [{"L": L, "c": 1.0, "kappa0": 0.05, "n": 8, "d": 3, "t_end": 3, "alphas": [0.0],
+    ...         "per_trial": [[1.0 / L, 1.1 / L, 0.9 / L]]} for L in (16, 64)]
+    >>> r = norm_assemble(pts)
+    >>> r["depths"], round(r["slopes"][0.0], 12), r["per_alpha"]
+    ([16, 64], -1.0, 3)
+    """
+    if not points:
+        raise ValueError("norm_assemble needs at least one point")
+    first = points[0]
+    c, kappa0, n, d, t_end = float(first["c"]), float(first["kappa0"]), int(first["n"]), int(first["d"]), int(first["t_end"])
+    alphas = [float(a) for a in first["alphas"]]
+    for p in points:
+        if (float(p["c"]), float(p["kappa0"]), [float(a) for a in p["alphas"]]) != (c, kappa0, alphas):
+            raise ValueError("norm_assemble: every point must have the same c, kappa0 and alphas (sweep them separately)")
+    depths = sorted({int(p["L"]) for p in points})
     mean = np.zeros((len(alphas), len(depths)))
     se = np.zeros_like(mean)
+    pers = set()
     for j, L in enumerate(depths):
-        g = _gen(seed + j, device)
-        x0 = _near_u1(per * len(alphas), n, d, 1e-3, g, device)
-        scale = torch.tensor([c * L**al * s for al in alphas], dtype=F64).repeat_interleave(per)  # all alphas at once
-        out = adapter_chain(V, x0, L, t_end, 1, scale, g)
+        per_trial = np.concatenate([np.asarray(p["per_trial"], dtype=np.float64) for p in points if int(p["L"]) == L], axis=1)
+        pers.add(per_trial.shape[1])
         for a in range(len(alphas)):
-            mean[a, j], se[a, j] = _window_mean(out["sq"][:, a * per:(a + 1) * per], out["t"], t_end / 2)
-    fits = [_fit_slope(depths, mean[a], se[a]) for a in range(len(alphas))]
+            x = torch.from_numpy(per_trial[a])
+            mean[a, j], se[a, j] = x.mean().item(), x.std().item() / math.sqrt(x.numel())
+    fits = [_fit_slope(depths, mean[a], se[a]) if len(depths) > 1 else (math.nan, math.nan) for a in range(len(alphas))]
     slopes = {alpha: fits[a][0] for a, alpha in enumerate(alphas)}
     slope_se = {alpha: fits[a][1] for a, alpha in enumerate(alphas)}
     # the small-noise stationary level with kappa_eff = c^2 kappa0 L^(2 alpha - 1)
     predicted = np.array([[th.stationary_deviation(LAMBDAS3, th.effective_kappa(kappa0, c, al, L), n) for L in depths]
                           for al in alphas])
     return {"depths": depths, "alphas": alphas, "mean": mean, "se": se, "slopes": slopes, "slope_se": slope_se,
-            "predicted": predicted, "n": n, "d": d, "per_alpha": per, "kappa0": kappa0, "c": c, "t_end": t_end,
-            "uniform_level": 2.0 * n}  # E|x - u1|^2 = 2 for x uniform on the sphere
+            "predicted": predicted, "n": n, "d": d, "per_alpha": pers.pop() if len(pers) == 1 else sorted(pers),
+            "kappa0": kappa0, "c": c, "t_end": t_end, "uniform_level": 2.0 * n}  # E|x - u1|^2 = 2 for x uniform on the sphere
+
+
+@sweep_point("norm_transition", assemble=norm_assemble)
+def norm_point(profile: str = "fast", device: str = "cpu", *, L: int, seed: int, per: int | None = None, c: float = 1.0,
+               kappa0: float = 0.05) -> dict[str, Any]:
+    """One depth of the norm transition: ``per`` samples for each alpha in ``NORM_ALPHAS`` (one
+    batched chain of 3 blocks of L layers, seed ``seed``), each sample's ``sum_i |x_i - u1|^2``
+    averaged over ``t >= 1.5``: ``per_trial`` of shape (alphas, per).
+
+    Examples
+    --------
+    >>> r = norm_point(L=16, seed=0, per=4)
+    >>> np.asarray(r["per_trial"]).shape, bool(np.all(np.asarray(r["per_trial"]) > 0))
+    ((4, 4), True)
+    """
+    _check_profile(profile)
+    per = NORM_PER[profile] if per is None else int(per)
+    if int(L) < 8 or int(L) % 8 or per < 2:
+        raise ValueError(f"need a depth L >= 8 that is a multiple of 8 and per >= 2 samples, got L = {L}, per = {per}")
+    L = int(L)
+    d, n, t_end = 3, 8, 3
+    alphas = list(NORM_ALPHAS)
+    V = torch.diag(torch.tensor(LAMBDAS3, dtype=F64, device=device))
+    s = d * math.sqrt(kappa0)
+    g = _gen(seed, device)
+    x0 = _near_u1(per * len(alphas), n, d, 1e-3, g, device)
+    scale = torch.tensor([c * L**al * s for al in alphas], dtype=F64).repeat_interleave(per)  # all alphas at once
+    out = adapter_chain(V, x0, L, t_end, 1, scale, g)
+    keep = out["t"] >= t_end / 2
+    per_trial = torch.stack([out["sq"][:, a * per:(a + 1) * per][keep].mean(0) for a in range(len(alphas))])
+    return {"L": L, "seed": seed, "per": per, "c": c, "kappa0": kappa0, "alphas": alphas, "n": n, "d": d, "t_end": t_end,
+            "per_trial": per_trial.cpu().numpy()}
 
 
 @experiment("critical_kappa", chapter="phase_transitions")
