@@ -104,7 +104,7 @@ def decay_assemble(points: list[dict]) -> dict:
 
 @pytest.fixture
 def sweepable(registered):
-    experiments.sweep_point(NAME, assemble=decay_assemble)(decay_point)
+    experiments.sweep_point(NAME, assemble=decay_assemble, grid=lambda profile: [{"rate": 0.5}, {"rate": 4.0}])(decay_point)
     yield NAME
 
 
@@ -118,6 +118,13 @@ def test_sweep_point_assembles_into_the_experiment_result(sweepable, tmp_path, c
     assert meta["sweep"]["points"] == 3 and meta["sweep"]["axes"] == {"rate": [1, 0.5, 2]}
     assert meta["sweep"]["point_function"].endswith("decay_point") and meta["figures"] == ["fast.png"]
     assert "assembled the points into" in capsys.readouterr().out
+
+
+def test_sweep_without_grid_uses_the_experiments_own_grid(sweepable, tmp_path):
+    assert main(["sweep", NAME, "--scheduler", "serial", "--out", str(tmp_path), "--no-figure"]) == 0
+    result, meta = _load(tmp_path)
+    np.testing.assert_array_equal(result["rates"], [0.5, 4.0])
+    assert meta["sweep"]["axes"] == {"rate": [0.5, 4.0]} and meta["figures"] == []
 
 
 @pytest.mark.parametrize(
@@ -144,6 +151,7 @@ def test_sweep_grid_checked_against_the_point_function(sweepable, tmp_path, grid
         (["run", NAME, "--device", "tpu"], "device must be"),
         (["run"], "at least one EXPERIMENT"),
         (["sweep", NAME, "--grid", "profile=fast"], "use --profile"),
+        (["sweep", NAME], "--grid is required: _test-cli-decay has no sweep point"),
     ],
 )
 def test_bad_input_exits_2_with_message(registered, argv, message, capsys):

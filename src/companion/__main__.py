@@ -4,6 +4,7 @@
     python -m companion run NAME [NAME ...] [--profile fast|full] [--device cpu|cuda] [--out DIR]
     python -m companion run --all --profile fast
     python -m companion sweep NAME --grid n=1000,10000 --grid seed=0:8 [--scheduler tcp://host:8786]
+    python -m companion sweep NAME --profile full      # an experiment with a sweep point: its own grid
 
 ``run`` writes ``DIR/<name>/<profile>.npz`` (result), ``.json`` (provenance) and ``.png`` (figure),
 DIR defaulting to data/results; ``sweep`` writes one file pair per point under
@@ -103,7 +104,7 @@ def _sweeps_epilog() -> str:
         reg = registry()
     except Exception as e:
         return f"experiments: the registry failed to import ({type(e).__name__}: {e})"
-    lines = ["experiments with a sweep point (its parameters; * = required --grid):"]
+    lines = ["experiments with a sweep point (its parameters; * = required with --grid; no --grid: the profile's own grid):"]
     for name, exp in reg.items():
         if exp.point is None:
             continue
@@ -141,7 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "Dask task per point; each point is saved under OUT/NAME/sweep-PROFILE/ and skipped when rerun. "
                                     "The points of a sweep point assemble into the experiment's result, saved as by `run`.")
     sw.add_argument("name", metavar="EXPERIMENT")
-    sw.add_argument("--grid", type=parse_axis, action="append", required=True, metavar="KEY=V1,V2|KEY=A:B", help="one axis of the grid (repeatable; the grid is their product)")
+    sw.add_argument("--grid", type=parse_axis, action="append", default=[], metavar="KEY=V1,V2|KEY=A:B",
+                    help="one axis of the grid (repeatable; the grid is their product); without it, an experiment with a "
+                         "sweep point computes its own grid of --profile (the points of `run`)")
     sw.add_argument("--scheduler", default=None, help="Dask scheduler address (default: a LocalCluster here), or 'serial'")
     sw.add_argument("--workers", type=int, default=2, help="LocalCluster workers (default 2)")
     sw.add_argument("--no-figure", action="store_true", help="skip the figure of the assembled result")
@@ -241,8 +244,13 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             raise UsageError(f"--grid {reserved}=...: use --{reserved} instead")
     if args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
-    _check_grid(exp, axes)
-    grid = product_grid(**axes)
+    if axes:
+        _check_grid(exp, axes)
+        grid = product_grid(**axes)
+    elif exp.grid is not None:
+        grid = exp.grid(args.profile)
+    else:
+        raise UsageError(f"--grid is required: {args.name} has no sweep point, so no grid of its own (give at least one --grid KEY=V1,V2)")
     t0 = time.perf_counter()
     scheduler = SERIAL if args.scheduler == SERIAL else args.scheduler
     where = "in this process" if scheduler == SERIAL else (f"on {scheduler}" if scheduler else f"on a LocalCluster of {args.workers} workers")

@@ -32,8 +32,9 @@ class Experiment:
     """A registered experiment: ``func(profile="fast", device="cpu", **kw) -> dict``.
 
     ``plot(result)`` draws its figures; ``point(profile, device, **point) -> dict`` computes one
-    point of the sweep the experiment is made of, and ``assemble(points) -> dict`` turns the
-    results of a list of points into the experiment's result (both None when it has no sweep).
+    point of the sweep the experiment is made of, ``assemble(points) -> dict`` turns the results
+    of a list of points into the experiment's result, and ``grid(profile) -> list of points`` is the
+    grid the experiment itself computes (all three None when it has no sweep).
     """
 
     name: str
@@ -43,6 +44,7 @@ class Experiment:
     plot: Callable[..., Any] | None = None
     point: Callable[..., dict[str, Any]] | None = None
     assemble: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None
+    grid: Callable[[str], list[dict[str, Any]]] | None = None
 
 
 def experiment(name: str, chapter: str, plot: Callable[..., Any] | None = None) -> Callable:
@@ -97,38 +99,44 @@ def plots(name: str) -> Callable:
     return deco
 
 
-def sweep_point(name: str, assemble: Callable[[list[dict[str, Any]]], dict[str, Any]]) -> Callable:
+def sweep_point(name: str, assemble: Callable[[list[dict[str, Any]]], dict[str, Any]],
+                grid: Callable[[str], list[dict[str, Any]]]) -> Callable:
     """Decorator registering ``point(profile="fast", device="cpu", **params) -> dict`` as the
-    computation of one grid point of the registered experiment ``name``, and ``assemble`` as the
-    function that turns a list of point results back into the experiment's result.
+    computation of one grid point of the registered experiment ``name``, ``assemble`` as the
+    function that turns a list of point results back into the experiment's result, and
+    ``grid(profile)`` as the experiment's own list of points in that profile.
 
-    The experiment itself should be ``assemble([point(profile, device, **p) for p in grid])`` over
-    its own grid, so that ``python -m companion sweep NAME --grid ...`` (one point per Dask task,
-    :func:`companion.sweep.run_sweep`) computes the same numbers as the chapter, only distributed.
+    The experiment itself should be ``assemble([point(profile, device, **p) for p in grid(profile)])``,
+    so that ``python -m companion sweep NAME --profile full`` (one point per Dask task,
+    :func:`companion.sweep.run_sweep`) computes the same numbers as ``run NAME --profile full``,
+    only distributed; ``--grid`` axes sweep other points.
 
     Examples
     --------
+    >>> def xs(profile):
+    ...     return [{"x": x} for x in range(4 if profile == "fast" else 100)]
     >>> @experiment("_doc-sum", chapter="_doc")
     ... def total(profile="fast", device="cpu"):
-    ...     "Sum of the squares of 0..3."
-    ...     return add_up([square(profile, device, x=x) for x in range(4)])
+    ...     "Sum of the squares of the grid's x."
+    ...     return add_up([square(profile, device, **p) for p in xs(profile)])
     >>> def add_up(points):
     ...     return {"sum": sum(p["y"] for p in points)}
-    >>> @sweep_point("_doc-sum", assemble=add_up)
+    >>> @sweep_point("_doc-sum", assemble=add_up, grid=xs)
     ... def square(profile="fast", device="cpu", *, x):
     ...     return {"y": x * x}
     >>> exp = get("_doc-sum")
-    >>> exp.func()["sum"], exp.assemble([exp.point(x=x) for x in (1, 2)])
-    (14, {'sum': 5})
+    >>> exp.func()["sum"], exp.assemble([exp.point(**p) for p in exp.grid("fast")])
+    (14, {'sum': 14})
     >>> del _REGISTRY["_doc-sum"]
     """
-    if not callable(assemble):
-        raise TypeError(f"sweep_point({name!r}): assemble must be callable, got {type(assemble).__name__}")
+    for what, f in (("assemble", assemble), ("grid", grid)):
+        if not callable(f):
+            raise TypeError(f"sweep_point({name!r}): {what} must be callable, got {type(f).__name__}")
 
     def deco(point: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
         if name not in _REGISTRY:
             raise ValueError(f"sweep_point({name!r}): no experiment of that name is registered yet (register it first)")
-        _REGISTRY[name] = dataclasses.replace(_REGISTRY[name], point=point, assemble=assemble)
+        _REGISTRY[name] = dataclasses.replace(_REGISTRY[name], point=point, assemble=assemble, grid=grid)
         return point
 
     return deco

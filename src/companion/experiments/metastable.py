@@ -28,6 +28,7 @@ __all__ = [
     "lnN_law",
     "lnN_point",
     "lnN_assemble",
+    "lnN_grid",
     "official_runs",
     "long_run",
     "mean_field_pde",
@@ -225,11 +226,20 @@ def lnN_law(profile: str = "fast", device: str = "cpu", *, beta: float = 5.0, le
     combined by :func:`lnN_assemble`; ``python -m companion sweep metastable_lnN`` computes the
     points on Dask instead.
     """
-    _check_profile(profile)
-    ns, trials = LNN_GRID[profile]
-    points = [lnN_point(profile, device, n=n, trials=tr, seed=seed + 100 * i, beta=beta, level=level, threads=threads)
-              for i, (n, tr) in enumerate(zip(ns, trials))]
+    points = [lnN_point(profile, device, **p, beta=beta, level=level, threads=threads) for p in lnN_grid(profile, seed)]
     return lnN_assemble(points)
+
+
+def lnN_grid(profile: str = "fast", seed: int = 1) -> list[dict[str, Any]]:
+    """The points :func:`lnN_law` computes: one per N of ``LNN_GRID[profile]``, seed ``seed + 100 i``.
+
+    Examples
+    --------
+    >>> lnN_grid("full")[-1]
+    {'n': 1000000, 'trials': 4, 'seed': 301}
+    """
+    ns, trials = LNN_GRID[_check_profile(profile)]
+    return [{"n": n, "trials": tr, "seed": seed + 100 * i} for i, (n, tr) in enumerate(zip(ns, trials))]
 
 
 def lnN_assemble(points: list[dict[str, Any]]) -> dict[str, Any]:
@@ -284,7 +294,7 @@ def lnN_assemble(points: list[dict[str, Any]]) -> dict[str, Any]:
             "joint_lnN": float(coef[1]), "joint_amp": float(coef[2]), "t_trials": tt, "n_trials": nn, "amp0_trials": aa}
 
 
-@sweep_point("metastable_lnN", assemble=lnN_assemble)
+@sweep_point("metastable_lnN", assemble=lnN_assemble, grid=lnN_grid)
 def lnN_point(profile: str = "fast", device: str = "cpu", *, n: int, seed: int, trials: int = 1, beta: float = 5.0,
               level: float = 0.1, threads: int | None = 1) -> dict[str, Any]:
     """One point of the ln N law: ``trials`` USA runs of ``n`` tokens (seed ``seed``), each run to the

@@ -31,6 +31,7 @@ __all__ = [
     "norm_transition",
     "norm_point",
     "norm_assemble",
+    "norm_grid",
     "critical_kappa",
     "rank_independence",
     "depth_transition",
@@ -170,9 +171,20 @@ def norm_transition(profile: str = "fast", device: str = "cpu", *, seed: int = 0
     ``2 alpha - 1``. One :func:`norm_point` per depth (seed ``seed + j`` for the j-th depth), combined
     by :func:`norm_assemble`; ``python -m companion sweep norm_transition`` computes them on Dask.
     """
-    _check_profile(profile)
-    points = [norm_point(profile, device, L=L, seed=seed + j, c=c, kappa0=kappa0) for j, L in enumerate(NORM_DEPTHS[profile])]
+    points = [norm_point(profile, device, **p, c=c, kappa0=kappa0) for p in norm_grid(profile, seed)]
     return norm_assemble(points)
+
+
+def norm_grid(profile: str = "fast", seed: int = 0) -> list[dict[str, Any]]:
+    """The points :func:`norm_transition` computes: one per depth of ``NORM_DEPTHS[profile]``, seed ``seed + j``.
+
+    Examples
+    --------
+    >>> norm_grid("fast")[:2]
+    [{'L': 16, 'seed': 0}, {'L': 32, 'seed': 1}]
+    """
+    _check_profile(profile)
+    return [{"L": L, "seed": seed + j} for j, L in enumerate(NORM_DEPTHS[profile])]
 
 
 def norm_assemble(points: list[dict[str, Any]]) -> dict[str, Any]:
@@ -219,7 +231,7 @@ def norm_assemble(points: list[dict[str, Any]]) -> dict[str, Any]:
             "kappa0": kappa0, "c": c, "t_end": t_end, "uniform_level": 2.0 * n}  # E|x - u1|^2 = 2 for x uniform on the sphere
 
 
-@sweep_point("norm_transition", assemble=norm_assemble)
+@sweep_point("norm_transition", assemble=norm_assemble, grid=norm_grid)
 def norm_point(profile: str = "fast", device: str = "cpu", *, L: int, seed: int, per: int | None = None, c: float = 1.0,
                kappa0: float = 0.05) -> dict[str, Any]:
     """One depth of the norm transition: ``per`` samples for each alpha in ``NORM_ALPHAS`` (one
