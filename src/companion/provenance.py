@@ -98,6 +98,15 @@ def _git_commit(root: Path) -> str | None:
         return None
 
 
+def _source_modified(root: Path) -> bool | None:
+    """Whether src/ differs from the commit (a result from uncommitted code names a commit it did not run)."""
+    try:
+        out = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "src"], capture_output=True, text=True, timeout=5)
+        return bool(out.stdout.strip()) if out.returncode == 0 else None
+    except Exception:
+        return None
+
+
 def _versions() -> dict[str, str]:
     v = {}
     for p in _PACKAGES:
@@ -125,7 +134,8 @@ def _jsonable(x: Any) -> Any:
 
 
 def provenance(config: Mapping[str, Any] | Any = None, seed: int | None = None, **extra: Any) -> dict[str, Any]:
-    """A JSON-ready record: config, seed, package versions, git commit, machine and time.
+    """A JSON-ready record: config, seed, package versions, git commit (and whether src/ had
+    uncommitted changes), machine and time.
 
     Examples
     --------
@@ -141,6 +151,7 @@ def provenance(config: Mapping[str, Any] | Any = None, seed: int | None = None, 
         "seed": seed,
         "versions": _versions(),
         "commit": _git_commit(root),
+        "source_modified": _source_modified(root),
         "python": platform.python_version(),
         "machine": platform.platform(),
         # the device a run used is the caller's to state (extra["device"]); here only what exists

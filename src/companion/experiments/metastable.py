@@ -492,7 +492,12 @@ def mean_field_pde(profile: str = "fast", device: str = "cpu", *, beta: float = 
     return {"beta": beta, "t1": t1, "M": M, "noise": noise, "ts": ts, "u": us.numpy(), "mass_drift": st["mass_drift"],
             "steps": st["steps"], "ns": np.array(ns), "w1": np.array(w1), "w1_grid": np.array(w1_grid),
             "moments_final": m, "dominant_mode": int(np.argmax(m[1:]) + 1), "k": k, "peaks": int(centres.size),
-            "peak_masses": masses, "min_u": float(us.min()), "particles_final": final_particles}
+            "peak_masses": masses, "min_u": float(us.min()),
+            # a density histogram, not the N angles: a stored full-profile result stays small at N = 1e6
+            "particles_hist": np.histogram(final_particles, bins=_PDE_HIST_BINS, range=(0.0, 2 * np.pi), density=True)[0]}
+
+
+_PDE_HIST_BINS = 360
 
 
 @plots("metastable_pde")
@@ -513,8 +518,9 @@ def plot_pde(result: dict[str, Any], axes=None):
     ax.set_title(f"mean-field PDE, USA, beta = {result['beta']:g}, M = {M}")
     ax.legend(fontsize=7)
     ax = axes[1]
-    ax.hist(result["particles_final"], bins=np.linspace(0, 2 * np.pi, 361), density=True, alpha=0.6,
-            label=f"particles, N = {result['ns'][-1]}")
+    hist = result["particles_hist"]
+    ax.stairs(hist, np.linspace(0, 2 * np.pi, len(hist) + 1), fill=True, alpha=0.6,
+              label=f"particles, N = {result['ns'][-1]}")
     ax.plot(th, result["u"][-1], "k-", lw=0.8, label="PDE")
     ax.set_yscale("log")
     ax.set_xlabel("theta")
