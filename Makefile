@@ -30,6 +30,10 @@ CHAPTER ?=
 CHAPTERS ?=
 TOC_ARG := $(if $(strip $(CHAPTERS)),--toc $(CURDIR)/book/_build/_toc.subset.yml,)
 export PYTHONHASHSEED := 0
+# glibc keeps freed memory for reuse (companion.perf.tune_allocator does the same in-process): without
+# it every step's tensors are page-faulted in again (a quarter of a chapter's time spent in the kernel).
+export MALLOC_MMAP_THRESHOLD_ := 1073741824
+export MALLOC_TRIM_THRESHOLD_ := 1073741824
 
 .PHONY: help venv llm-assets mathjax chromium toc book book-ref refresh test test-unit test-nbval test-render clean print-%
 

@@ -32,6 +32,7 @@ import torch
 
 from companion import init, models, simulate
 from companion.attention import attention_field
+from companion.perf import tune_allocator
 
 V_DIAG = (1.0, 0.5, -0.3)
 BETA, T_END, N, D = 1.0, 10.0, 80, 3
@@ -146,14 +147,16 @@ def main() -> None:
     m32 = model.cast(X32)
     n_exp = trials * N * N
     flat = torch.rand(n_exp, generator=torch.Generator().manual_seed(1))
-    t_exp, t_model, t_public = interleaved_medians(
-        [lambda: torch.exp(flat), lambda: m32.vector_field(0.0, X32), lambda: attention_field(X32, Vf, Vf, BETA)]
-    )
-    print(f"exp throughput: {n_exp / t_exp / 1e9:.2f} Gexp/s ({t_exp * 1e3:.2f} ms for {n_exp} exps)")
-    print(f"one field evaluation, as the integrators call it (model.vector_field): {t_model * 1e3:.2f} ms, "
-          f"share of exp throughput {100 * t_exp / t_model:.0f} %")
-    print(f"one field evaluation, public attention_field (checks its arguments): {t_public * 1e3:.2f} ms, "
-          f"share {100 * t_exp / t_public:.0f} %")
+    fns = [lambda: torch.exp(flat), lambda: m32.vector_field(0.0, X32), lambda: attention_field(X32, Vf, Vf, BETA)]
+    for label in ("glibc's default allocator", "after companion.perf.tune_allocator()"):
+        if label.startswith("after"):
+            print(f"tune_allocator applied: {tune_allocator()}")
+        t_exp, t_model, t_public = interleaved_medians(fns)
+        print(f"{label}: exp throughput {n_exp / t_exp / 1e9:.2f} Gexp/s ({t_exp * 1e3:.2f} ms for {n_exp} exps)")
+        print(f"  one field evaluation as the integrators call it (model.vector_field): {t_model * 1e3:.2f} ms, "
+              f"share of exp throughput {100 * t_exp / t_model:.0f} %")
+        print(f"  one field evaluation through the public attention_field (checks its arguments): "
+              f"{t_public * 1e3:.2f} ms, share {100 * t_exp / t_public:.0f} %")
 
     mem = peak_memory_subprocess(100_000)
     print(f"peak memory of one field evaluation at n = 1e5, d = 3 (float32, blocked): {mem:.2f} GB")

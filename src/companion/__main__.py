@@ -266,6 +266,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m companion`` and of the ``companion`` script; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command in ("run", "sweep"):
+        from .perf import tune_allocator
+
+        tune_allocator()  # freed tensors are reused, not page-faulted in again every step
     try:
         if args.command == "list":
             return _cmd_list()
