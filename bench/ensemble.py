@@ -2,7 +2,7 @@
 
 Ensemble: 200 trials x 80 tokens on S^2, beta = 1, V = diag(1, 0.5, -0.3) (lambda_1 > max |lambda_k|),
 uniform initial tokens, T = 10. The reference is a float64 Dormand-Prince 5(4) solution at
-rtol = 1e-12 (checked against float64 RK4 at dt = 2e-3, a second method; their difference is printed).
+rtol = 1e-12 (checked against float64 RK4 at dt = 5e-3, a second method; their difference is printed).
 
 For the package's integrators (Euler, RK4, Dormand-Prince 5(4)) at several steps or tolerances it
 prints wall time and the maximum final-state error against the reference; then the same for a plain
@@ -103,9 +103,9 @@ def main() -> None:
     print(f"ensemble: {trials} trials x {N} tokens, d = {D}, beta = {BETA}, V = diag{V_DIAG}, T = {T_END}")
 
     ref, t_ref = timed(lambda: simulate(model, x0, T_END, method="dopri5", rtol=1e-12, atol=1e-14, max_steps=10**6).final)
-    check, t_check = timed(lambda: simulate(model, x0, T_END, method="rk4", dt=2e-3).final)
+    check, t_check = timed(lambda: simulate(model, x0, T_END, method="rk4", dt=5e-3).final)
     print(f"reference: float64 Dopri5 rtol = 1e-12: {t_ref:.1f} s; "
-          f"max difference from float64 RK4 dt = 2e-3 ({t_check:.1f} s): {(ref - check).abs().max().item():.1e}")
+          f"max difference from float64 RK4 dt = 5e-3 ({t_check:.1f} s): {(ref - check).abs().max().item():.1e}")
 
     rows = []
     runs = [("euler", dict(dt=d)) for d in (1e-1, 1e-2)]
@@ -157,6 +157,18 @@ def main() -> None:
               f"share of exp throughput {100 * t_exp / t_model:.0f} %")
         print(f"  one field evaluation through the public attention_field (checks its arguments): "
               f"{t_public * 1e3:.2f} ms, share {100 * t_exp / t_public:.0f} %")
+
+    # The ceiling for any composition of torch's kernels: the three that touch the (T, n, n) array
+    # (scores GEMM, fused softmax, values GEMM) and nothing else.
+    q = X32 @ Vf.T
+    s = torch.matmul(q, X32.mT)
+    w = torch.softmax(s, -1)
+    vt = q.mT.contiguous()
+    t_exp, t_s, t_w, t_v = interleaved_medians(
+        [lambda: torch.exp(flat), lambda: torch.matmul(q, X32.mT), lambda: torch.softmax(s, -1), lambda: torch.matmul(vt, w.mT)]
+    )
+    print(f"the three (T, n, n) kernels alone: scores {t_s * 1e3:.2f} ms + softmax {t_w * 1e3:.2f} ms + values "
+          f"{t_v * 1e3:.2f} ms; ceiling of the share without a fused kernel {100 * t_exp / (t_s + t_w + t_v):.0f} % (goal 70 %)")
 
     mem = peak_memory_subprocess(100_000)
     print(f"peak memory of one field evaluation at n = 1e5, d = 3 (float32, blocked): {mem:.2f} GB")
