@@ -43,7 +43,8 @@ that start them, e.g. ``~/.config/dask/companion.yaml``::
         pre-spawn-environ:
           MALLOC_TRIM_THRESHOLD_: null
 
-(an environment variable cannot do it: Dask lowercases the key it names).
+(an environment variable cannot do it: Dask lowercases the key it names). Each task also applies
+:func:`companion.perf.tune_allocator` in its worker process, as the command line does in its own.
 
 ``out_dir`` must then be on a file system every worker sees (the atomic rename is what makes
 concurrent writers safe; it is atomic on local file systems and on NFS within one directory).
@@ -252,6 +253,20 @@ def load_point(path: Path | str) -> dict[str, Any]:
     return result
 
 
+def _tune_worker() -> None:
+    """In a Dask worker process (ours to tune), keep freed memory for reuse as the CLI does
+    (:func:`companion.perf.tune_allocator`); in the caller's own process, change nothing."""
+    try:
+        from distributed import get_worker
+
+        get_worker()
+    except (ImportError, ValueError):
+        return
+    from .perf import tune_allocator
+
+    tune_allocator()
+
+
 def _run_point(func: Callable, point: dict[str, Any], path: str, func_name: str) -> str:
     """One task: compute and save ``point`` unless a previous attempt already finished it."""
     p = Path(path)
@@ -260,6 +275,7 @@ def _run_point(func: Callable, point: dict[str, Any], path: str, func_name: str)
     import platform
     import time
 
+    _tune_worker()
     t0 = time.perf_counter()
     result = func(**point)
     save_point(p, result, point, func_name, wall_time_s=round(time.perf_counter() - t0, 3), host=platform.node())
