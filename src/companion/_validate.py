@@ -58,6 +58,13 @@ def check_beta(beta: float, name: str = "beta") -> float:
     return check_positive(beta, name)
 
 
+def check_trials(M: torch.Tensor, trials: int, name: str) -> torch.Tensor:
+    """Raise ValueError unless a (trials, d, d) parameter has 1 or ``trials`` entries; O(1), returns M."""
+    if M.ndim == 3 and M.shape[0] not in (1, trials):
+        raise ValueError(f"{name} has {M.shape[0]} trials but X has {trials}")
+    return M
+
+
 def check_matrix(M: Any, d: int, name: str, *, like: torch.Tensor | None = None) -> torch.Tensor:
     """Return ``M`` as a (d, d) or (trials, d, d) tensor on ``like``'s device and dtype.
 

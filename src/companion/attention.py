@@ -17,7 +17,7 @@ import math
 
 import torch
 
-from ._validate import as_tokens, check_beta, check_matrix
+from ._validate import as_tokens, check_beta, check_matrix, check_trials
 
 __all__ = ["attention_field", "field_unchecked", "attend", "NORMALIZATIONS", "BACKENDS", "DEFAULT_BLOCK_ELEMENTS"]
 
@@ -30,6 +30,11 @@ DEFAULT_BLOCK_ELEMENTS = 2**22
 
 def _mT(M: torch.Tensor) -> torch.Tensor:
     return M.transpose(-1, -2)
+
+
+def _needs_grad(*tensors: torch.Tensor) -> bool:
+    """Whether autograd will differentiate through this evaluation (then nothing is done in place)."""
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
 def _values_operand(v: torch.Tensor) -> tuple[torch.Tensor, bool]:
@@ -67,7 +72,7 @@ def _attend_block(
         w = torch.softmax(s, dim=-1) if bufs is None else torch.softmax(s, dim=-1, out=bufs[1])
         return _weighted_values(w, vop)
     m = s.amax(dim=-1, keepdim=True)
-    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or vop[0].requires_grad):
+    if _needs_grad(q, k, vop[0]):
         w = torch.exp(s - m)  # out of place: autograd (e.g. Jacobians) needs s and exp(s) intact
     else:
         w = torch.exp_(s.sub_(m))  # in place: the (T, b, n) block is the memory that matters
@@ -164,9 +169,8 @@ def attend(
     out = torch.empty(T, n, v.shape[-1], dtype=v.dtype, device=v.device)
     # One pair of (T, b, m) workspaces for all blocks: a fresh 16 MB allocation per block went back
     # to the OS on every free, and page faults took half the time (9 s of 18 at n = 5e4).
-    grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
     full = None
-    if not grad:
+    if not _needs_grad(q, k, v):
         sb = torch.empty(T, b, m, dtype=q.dtype, device=q.device)
         full = (sb, torch.empty_like(sb) if normalization == "softmax" else sb)  # usa: exp in place in sb
     for i in range(0, n, b):
@@ -217,11 +221,8 @@ def attention_field(
     X = as_tokens(X)
     beta = check_beta(beta)
     d = X.shape[-1]
-    A = None if A is None else check_matrix(A, d, "A", like=X)
-    V = None if V is None else check_matrix(V, d, "V", like=X)
-    for name, M in (("A", A), ("V", V)):
-        if M is not None and M.ndim == 3 and M.shape[0] not in (1, X.shape[0]):
-            raise ValueError(f"{name} has {M.shape[0]} trials but X has {X.shape[0]}")
+    A = None if A is None else check_trials(check_matrix(A, d, "A", like=X), X.shape[0], "A")
+    V = None if V is None else check_trials(check_matrix(V, d, "V", like=X), X.shape[0], "V")
     return field_unchecked(X, A, V, beta, normalization=normalization, backend=backend, block_elements=block_elements)
 
 

@@ -23,7 +23,7 @@ from typing import ClassVar
 
 import torch
 
-from ._validate import as_tokens, check_beta, check_matrix, check_on_sphere, check_generator, check_positive
+from ._validate import as_tokens, check_beta, check_matrix, check_on_sphere, check_generator, check_positive, check_trials
 from .attention import NORMALIZATIONS, attend, attention_field, field_unchecked
 
 __all__ = [
@@ -69,9 +69,7 @@ def _check_params(model, X: torch.Tensor, names: tuple[str, ...]) -> None:
         M = getattr(model, name)
         if M is None:
             continue
-        M = check_matrix(M, d, name)
-        if M.ndim == 3 and M.shape[0] not in (1, T):
-            raise ValueError(f"{name} has {M.shape[0]} trials but X has {T}")
+        check_trials(check_matrix(M, d, name), T, name)
 
 
 def _params_like(M: torch.Tensor | None, X: torch.Tensor, name: str) -> torch.Tensor | None:
@@ -80,8 +78,7 @@ def _params_like(M: torch.Tensor | None, X: torch.Tensor, name: str) -> torch.Te
         return None
     if not isinstance(M, torch.Tensor) or M.ndim not in (2, 3) or M.shape[-2:] != (X.shape[-1], X.shape[-1]):
         M = check_matrix(M, X.shape[-1], name, like=X)  # the full check, with its error message
-    if M.ndim == 3 and M.shape[0] not in (1, X.shape[0]):
-        raise ValueError(f"{name} has {M.shape[0]} trials but X has {X.shape[0]}")
+    check_trials(M, X.shape[0], name)
     return M if (M.dtype == X.dtype and M.device == X.device) else M.to(device=X.device, dtype=X.dtype)
 
 
