@@ -7,7 +7,8 @@ The command line (``python -m companion run NAME``) and the status page are buil
   machine, device, wall time) and ``<profile>.png`` (its figure, when it has a plot function);
 * :func:`sweep_experiment` computes an experiment's sweep point by point on Dask
   (:func:`companion.sweep.run_sweep`) and saves what the points assemble into the same way;
-* :func:`load_run` reads such a result back (``None`` when there is none);
+* :func:`load_run` reads such a result back (``None`` when there is none), :func:`show_stored` also
+  prints where it comes from, for the chapters;
 * :func:`figure_sources`, :func:`chapter_times` and :func:`machine` gather what the status page shows.
 """
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .provenance import atomic_write_bytes, load_result, repo_root, save_result
 from .report import PROFILES
 from .sweep import flatten_result, unflatten_result
 
-__all__ = ["results_dir", "run_experiment", "sweep_experiment", "load_run", "save_figures", "figure_sources", "chapter_times", "machine"]
+__all__ = ["results_dir", "run_experiment", "sweep_experiment", "load_run", "show_stored", "save_figures", "figure_sources", "chapter_times", "machine"]
 
 
 def results_dir(root: Path | str | None = None) -> Path:
@@ -246,6 +247,35 @@ def load_run(name: str, profile: str = "full", root: Path | str | None = None) -
     except FileNotFoundError:
         return None
     return unflatten_result(arrays, meta.get("other")), meta
+
+
+def show_stored(name: str, profile: str = "full", root: Path | str | None = None) -> dict[str, Any] | None:
+    """Load a stored result for a chapter and print one line saying where it comes from.
+
+    Prints the commit, date, device and run time from the provenance, or, when nothing is stored,
+    the command that makes it. Returns the result dict (see :func:`load_run`) or None.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> show_stored("intro-consensus", root=root) is None
+    no stored full-profile result; run: python -m companion run intro-consensus --profile full
+    True
+    >>> _ = run_experiment("intro-consensus", "full", out=results_dir(root), params={"n": 4, "t1": 1.0}, figure=False)
+    >>> result = show_stored("intro-consensus", root=root)  # doctest: +ELLIPSIS
+    stored full profile: commit ..., device cpu, ... s
+    >>> result["p_sim"].shape
+    (21, 3)
+    """
+    stored = load_run(name, profile, root)
+    if stored is None:
+        print(f"no stored {profile}-profile result; run: python -m companion run {name} --profile {profile}")
+        return None
+    result, meta = stored
+    print(f"stored {profile} profile: commit {(meta.get('commit') or '?')[:10]}, {meta.get('created', '?')[:10]}, "
+          f"device {meta['config']['device']}, {meta['wall_time_s']:.0f} s")
+    return result
 
 
 def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[str, Any]]:
