@@ -127,10 +127,10 @@ def _split(K: int) -> tuple[int, int]:
     return best
 
 
-def _block_powers(t: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor, int, int]:
+def _block_powers(t: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Powers of z = e^{i t} for k = 0..K as two factors: z^(qL + r) = W[..., q, :] * Z[..., r, :].
 
-    t : (tb, b) real angles. Returns W : (tb, Q, b), Z : (tb, L, b) complex, L, Q with L*Q >= K + 1,
+    t : (tb, b) real angles. Returns W : (tb, Q, b), Z : (tb, L, b) complex, with L*Q >= K + 1,
     L ~ sqrt(K + 1) (see :func:`_split`). Only L + Q - 2 elementwise complex products per token
     instead of K, each written in place; the error of a power grows like (q + r) eps, harmless for K
     in the hundreds.
@@ -150,7 +150,7 @@ def _block_powers(t: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor, 
         zL = torch.mul(Z[:, L - 1], z, out=W[:, 1])
     for q in range(2, Q):
         torch.mul(W[:, q - 1], zL, out=W[:, q])
-    return W, Z, L, Q
+    return W, Z
 
 
 def _blocks(T: int, n: int, chunk: int) -> list[tuple[slice, slice]]:
@@ -203,11 +203,11 @@ def _moments(t: torch.Tensor, K: int, chunk: int, keep: bool = False):
     M = torch.zeros(T, Q, L, dtype=torch.complex128 if t.dtype == torch.float64 else torch.complex64, device=t.device)
     kept = []
     for tr, sl in _blocks(T, n, chunk):
-        W, Z, _, _ = _block_powers(t[tr, sl], K)
+        W, Z = _block_powers(t[tr, sl], K)
         M[tr] += W @ Z.transpose(-1, -2)  # entry (q, r) sums z^(qL + r)
         if keep:
             kept.append((W, Z))
-    return (M / n).reshape(T, Q * L), kept, L, Q
+    return (M / n).reshape(T, Q * L), kept
 
 
 def circle_field_dense(theta: torch.Tensor, beta: float, normalization: str = "usa", *, block_elems: int = 1 << 22) -> torch.Tensor:
@@ -316,7 +316,7 @@ def _fourier_field(t: torch.Tensor, beta: float, normalization: str, K: int) -> 
     n = t.shape[1]
     L, Q = _split(K)
     keep = t.shape[0] * n * (L + Q) <= _KEEP
-    m, kept, L, Q = _moments(t, K, _CHUNK, keep)
+    m, kept = _moments(t, K, _CHUNK, keep)
     num_c, den_c = (torch.as_tensor(c, dtype=t.dtype, device=t.device) for c in _bessel_coeffs(beta, K))
     pad = Q * L - (K + 1)
     if pad:
@@ -332,7 +332,7 @@ def _fourier_field(t: torch.Tensor, beta: float, normalization: str, K: int) -> 
     scale = math.exp(beta)
     kept.reverse()
     for tr, sl in _blocks(t.shape[0], n, _CHUNK):
-        W, Z = kept.pop() if keep else _block_powers(t[tr, sl], K)[:2]
+        W, Z = kept.pop() if keep else _block_powers(t[tr, sl], K)
         S = A[tr] @ W  # (tb, L or 2L, b): row r is sum_q A[r, q] z^(qL)
         num = (S[:, :L] * Z).imag.sum(1)
         if normalization == "usa":
