@@ -122,6 +122,13 @@ print-%:
 
 # gpu-check (issue 7): the GPU-only tests and a short CPU-vs-GPU benchmark (bench/gpu_check.py),
 # one command under 5 minutes on a GPU machine; without CUDA it says so and exits 0.
-.PHONY: gpu-check
-gpu-check: $(STAMP)
-	$(PY) bench/gpu_check.py
+# On a machine whose Python already has a CUDA torch (and no registry access), skip the venv:
+#   make gpu-check PY=python3 GPU_DEPS=
+# gpu-experiments: every experiment's fast profile on the CPU and on CUDA, compared array by array.
+GPU_DEPS ?= $(STAMP)
+.PHONY: gpu-check gpu-experiments
+gpu-check: $(GPU_DEPS)
+	PYTHONPATH=src$${PYTHONPATH:+:$$PYTHONPATH} $(PY) bench/gpu_check.py
+
+gpu-experiments: $(GPU_DEPS)
+	PYTHONPATH=src$${PYTHONPATH:+:$$PYTHONPATH} $(PY) bench/gpu_experiments.py --skip-chapter llm_probes $(GPU_EXPERIMENTS_ARGS)
