@@ -209,7 +209,7 @@ def quantile_tokens(u: torch.Tensor, n: int) -> torch.Tensor:
     cdf /= cdf[-1]
     faces = np.arange(M + 1) * dx
     q = (np.arange(int(n)) + 0.5) / int(n)
-    return torch.as_tensor(np.interp(q, cdf, faces), dtype=u.dtype).reshape(1, -1, 1)
+    return torch.as_tensor(np.interp(q, cdf, faces), dtype=u.dtype, device=u.device).reshape(1, -1, 1)
 
 
 def density_moments(u: torch.Tensor, K: int) -> torch.Tensor:

@@ -104,8 +104,8 @@ def clustering(
     ([8, 8], 1.0)
     """
     trials = _sizes(profile)["trials"] if trials is None else trials
-    g = torch.Generator(device=device).manual_seed(seed)
-    x0 = uniform_sphere(trials, n, d, generator=g, device=device)
+    g = torch.Generator().manual_seed(seed)  # drawn on the CPU: a seed gives the same tokens on every device
+    x0 = uniform_sphere(trials, n, d, generator=g).to(device)
     sol = simulate(Sphere(beta=beta), x0, t1, method="rk4", dt=dt, save_at=list(snapshots))
     clusters = torch.stack([cluster_count(X, tol) for X in sol.xs])
     rho = torch.stack([rho_min(X) for X in sol.xs])
@@ -180,14 +180,14 @@ def consensus(
     """
     _sizes(profile)
     d = len(lambdas)
-    g = torch.Generator(device=device).manual_seed(seed)
-    kw = {"dtype": torch.float64, "device": device, "generator": g}
+    g = torch.Generator().manual_seed(seed)  # drawn on the CPU: a seed gives the same problem on every device
+    kw = {"dtype": torch.float64, "generator": g}
     E, _ = torch.linalg.qr(torch.randn(d, d, **kw))  # eigenvectors (columns)
-    lam = torch.tensor(lambdas, dtype=torch.float64, device=device)
+    lam = torch.tensor(lambdas, dtype=torch.float64)
     V = E @ torch.diag(lam) @ E.T
     A = torch.randn(d, d, **kw)
     x = torch.randn(d, **kw)
-    x0 = x / x.norm()
+    E, lam, V, A, x0 = (T.to(device) for T in (E, lam, V, A, x / x.norm()))
     X0 = x0.expand(1, n, d).clone()
     ts = torch.linspace(0.0, t1, samples, dtype=torch.float64)
     sol = simulate(Sphere(A=A, V=V, beta=beta), X0, t1, method="dopri5", rtol=rtol, atol=atol, save_at=ts.tolist())

@@ -168,12 +168,12 @@ def llm_training(profile: str = "fast", device: str = "cpu", *, model_path=None,
 
         def evaluate(m, step):
             ppl_base, H = probes.perplexity_and_hidden_states(m, base_ids)
-            drift = probes.relative_drift(H, H_base).numpy()
+            drift = probes.relative_drift(H, H_base).cpu().numpy()
             return {
                 "ppl_base": ppl_base,
                 "ppl_new": probes.perplexity(m, new_ids),
                 "norm": float(probes.update_norm(m, value_module).pow(2).sum().sqrt()),
-                "align": probes.alignment(m, value_module).numpy(),
+                "align": probes.alignment(m, value_module).cpu().numpy(),
                 "drift": drift,
                 "b_tau": probes.bifurcation_depth(torch.from_numpy(drift), tau),
             }
@@ -205,11 +205,11 @@ def _spectra_of(model) -> dict[str, Any]:
     rank_layer = (s_layer > rtol * s_layer[..., :1]).sum(-1)
     sv = torch.linalg.svdvals(V)
     return {
-        "eigvals": ev.numpy(),
+        "eigvals": ev.cpu().numpy(),
         "frac_lead_real_positive": float(((lead.imag.abs() <= 1e-6 * lead.abs()) & (lead.real > 0)).double().mean()),
         "frac_heads_psd_like": float(real_nonneg.double().mean()),
         "frac_eig_negative_real": float((ev.real < 0).double().mean()),
-        "rank_head": rank_head.numpy(), "rank_layer": rank_layer.numpy(),
+        "rank_head": rank_head.cpu().numpy(), "rank_layer": rank_layer.cpu().numpy(),
         "d": int(s_layer.shape[-1]), "rank_rtol": rtol, "head_dim": int(V.shape[-1]),
         "sv_ratio_min_max": float((sv[..., -1] / sv[..., 0]).median()),
     }
@@ -243,8 +243,8 @@ def llm_layer_repetition(profile: str = "fast", device: str = "cpu", *, model_pa
                                     generator=torch.Generator().manual_seed(seed))
     rand = probes.token_blocks(tok, words, sz.rep_len, sz.rep_blocks)
     return {"profile": profile, "model": path, "layers": L, "times": times,
-            "natural": probes.mean_token_cosine(probes.hidden_states(model, natural)).numpy(),
-            "random": probes.mean_token_cosine(probes.hidden_states(model, rand)).numpy()}
+            "natural": probes.mean_token_cosine(probes.hidden_states(model, natural)).cpu().numpy(),
+            "random": probes.mean_token_cosine(probes.hidden_states(model, rand)).cpu().numpy()}
 
 
 # ---------------------------------------------------------------- plots

@@ -191,9 +191,9 @@ def figure3(profile: str = "fast", device: str = "cpu", *, seeds: int | None = N
     w1 = _w(xs, x0, v, 1)
     exits = [exit_time(ts, w2[:, s], level) for s in range(seeds)]
     return {
-        "ts": ts.numpy(),
-        "w2": w2.numpy(),
-        "w1": w1.numpy(),
+        "ts": ts.cpu().numpy(),
+        "w2": w2.cpu().numpy(),
+        "w1": w1.cpu().numpy(),
         "align_E": _alignment(xs, E.basis.to(xs)).cpu().numpy(),
         "align_F": _alignment(xs, F.basis.to(xs)).cpu().numpy(),
         "exit_times": np.array(exits),
@@ -244,10 +244,10 @@ def beta_comparison(profile: str = "fast", device: str = "cpu", *, betas: Sequen
     mean_exit = np.nanmean(exits, axis=1)
     fit = linear_fit(np.log(np.asarray(betas)), mean_exit)
     return {
-        "ts": ts.numpy(),
+        "ts": ts.cpu().numpy(),
         "betas": np.asarray(betas, dtype=float),
-        "w2": w2.numpy(),
-        "w2_inf": w2_inf.numpy(),
+        "w2": w2.cpu().numpy(),
+        "w2_inf": w2_inf.cpu().numpy(),
         "exit_times": exits,
         "mean_exit": mean_exit,
         "fit": fit,
@@ -295,7 +295,7 @@ def rate_in_beta(profile: str = "fast", device: str = "cpu", *, betas: Sequence[
     xb, xz = xs[-1], zt.final  # (K, S, n, d), (S, n, d)
     coupling = ((xb - xz[None]) ** 2).sum(-1).mean(-1).sqrt().mean(-1).cpu().numpy()  # (K,)
     w2 = np.array([metrics.wasserstein(xb[k], xz).mean().item() for k in range(len(betas))]) if exact_w2 else None
-    rate = lt.concentration_rate(torch.tensor(betas, dtype=_F64)).numpy()
+    rate = lt.concentration_rate(torch.tensor(betas, dtype=_F64)).cpu().numpy()
     lb = np.log(np.asarray(betas))
     fit_beta = linear_fit(lb, np.log(coupling))
     fit_rate = linear_fit(np.log(rate), np.log(coupling))
@@ -340,7 +340,7 @@ def zero_temperature_rate(profile: str = "fast", device: str = "cpu", *, n_large
     E = lt.check_assumption_1(FIG3_B, FIG3_V)
     save = torch.linspace(0, t1, int(round(t1 / 0.25)) + 1)
     model = models.ZeroTemperature(B=FIG3_B, V=FIG3_V)
-    out: dict[str, Any] = {"ts": save.numpy(), "gap": E.gap, "sigma_max": float(torch.linalg.svdvals(FIG3_B).max())}
+    out: dict[str, Any] = {"ts": save.cpu().numpy(), "gap": E.gap, "sigma_max": float(torch.linalg.svdvals(FIG3_B).max())}
     for name, n in (("large", n_large), ("small", n_small)):
         x0 = init.uniform_sphere(seeds, n, 3, generator=g).to(device)
         sol = simulate(model, x0, t1, method="euler", dt=dt, save_at=save)
@@ -349,11 +349,11 @@ def zero_temperature_rate(profile: str = "fast", device: str = "cpu", *, n_large
         bounds = {p: lt.corollary2_bound(x0, FIG3_B, FIG3_V, p, save) for p in ps}  # (T, S) each
         out[name] = {
             "n": n,
-            "w2": w.numpy(),
+            "w2": w.cpu().numpy(),
             "bound_ratio": {p: float((w / b).max()) for p, b in bounds.items()},
             "pi_drift": float(max((metrics.project_to_subspace(x, E.basis.to(x)) - metrics.project_to_subspace(x0, E.basis.to(x0))).abs().max() for x in sol.xs)),
         }
-    ts = save.numpy()
+    ts = save.cpu().numpy()
 
     def rate(w, window):
         m = (ts >= window[0]) & (ts <= window[1])
@@ -398,7 +398,7 @@ def conjecture1(profile: str = "fast", device: str = "cpu", *, beta: float = 30.
     g = torch.Generator().manual_seed(seed)
     x0 = init.uniform_sphere(seeds, n, 3, generator=g).to(device)
     save = torch.linspace(0, t1, int(round(t1 / 0.5)) + 1)
-    out: dict[str, Any] = {"ts": save.numpy()}
+    out: dict[str, Any] = {"ts": save.cpu().numpy()}
     for name, B, V in (("F", FIG3_B, FIG3_V), ("Fabs", FABS_B, FABS_V)):
         E = lt.check_assumption_1(B, V)
         F = lt.top_eigenspace(V)

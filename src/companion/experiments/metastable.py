@@ -114,19 +114,19 @@ def harmonic_energy(X: torch.Tensor, lmax: int) -> torch.Tensor:
 # ----------------------------------------------------------------------------- 1. linear phase
 
 
-def _linear_rates_one(beta: float, n: int, trials: int, kmax_fit: int, seed: int, normalization: str, frac: float):
+def _linear_rates_one(beta: float, n: int, trials: int, kmax_fit: int, seed: int, normalization: str, frac: float, device: Any = "cpu"):
     k_th = k_max(beta)
     t_star = float(linear_time(n, beta, normalization))
     t_fit = frac * t_star
     ts = np.linspace(0.0, t_fit, 9)
     g = torch.Generator().manual_seed(seed)
-    th = uniform_angles(trials, n, generator=g)
+    th = uniform_angles(trials, n, generator=g).to(device)  # drawn on the CPU: the same angles on every device
     model = Circle(beta, normalization)
     # the uniform state is not stiff: steps limited by the fastest growth and the series' accuracy
     dt = min(0.05 * t_fit, 0.25 / float(gamma_k(k_th, beta, normalization)))
     sol = simulate(model, th, t_fit, method="rk4", dt=dt, save_at=ts)
     m = torch.stack([circle_moments(x, kmax_fit) for x in sol.xs])  # (T, trials, K + 1)
-    log_amp = 0.5 * torch.log((m.abs() ** 2).mean(1)).numpy()  # RMS over trials
+    log_amp = 0.5 * torch.log((m.abs() ** 2).mean(1)).cpu().numpy()  # RMS over trials
     rates = np.array([fit_rate(ts, log_amp[:, k]) for k in range(1, kmax_fit + 1)])
     return rates, t_fit
 
@@ -142,7 +142,7 @@ def linear_rates(profile: str = "fast", device: str = "cpu", *, normalization: s
         for i, beta in enumerate(BETAS):
             kt = k_max(beta)
             kfit = max(4, 2 * kt)
-            rates, t_fit = _linear_rates_one(beta, n, trials, kfit, seed + i, normalization, 0.35)
+            rates, t_fit = _linear_rates_one(beta, n, trials, kfit, seed + i, normalization, 0.35, device)
             theory = gamma_k(np.arange(1, kfit + 1), beta, normalization)
             out["rates"].append(rates)
             out["theory"].append(theory)
@@ -194,18 +194,19 @@ def plot_linear_rates(result: dict[str, Any], axes=None):
 # ----------------------------------------------------------------------------- 2. ln N law
 
 
-def _end_of_linear_phase(n: int, trials: int, beta: float, seed: int, level: float, dt: float, seg: float, t_max: float):
+def _end_of_linear_phase(n: int, trials: int, beta: float, seed: int, level: float, dt: float, seg: float, t_max: float,
+                         device: Any = "cpu"):
     """First time |m_kmax| >= level per trial (interpolated in log |m| between segment ends)."""
     k = k_max(beta)
     g = torch.Generator().manual_seed(seed)
-    X = uniform_angles(trials, n, generator=g)
+    X = uniform_angles(trials, n, generator=g).to(device)
     model = Circle(beta, "usa")
-    amp0 = circle_moments(X, k)[:, k].abs().numpy()
+    amp0 = circle_moments(X, k)[:, k].abs().cpu().numpy()
     t, prev = 0.0, np.log(amp0)
     cross = np.full(trials, np.nan)
     while np.isnan(cross).any() and t < t_max:
         X = simulate(model, X, t + seg, t0=t, method="rk4", dt=dt).final
-        cur = np.log(circle_moments(X, k)[:, k].abs().numpy())
+        cur = np.log(circle_moments(X, k)[:, k].abs().cpu().numpy())
         new = np.isnan(cross) & (cur >= math.log(level))
         frac = (math.log(level) - prev[new]) / np.maximum(cur[new] - prev[new], 1e-300)
         cross[new] = t + np.clip(frac, 0, 1) * seg
@@ -313,7 +314,7 @@ def lnN_point(profile: str = "fast", device: str = "cpu", *, n: int, seed: int, 
     if int(n) < 2 or int(trials) < 1:
         raise ValueError(f"need n >= 2 tokens and trials >= 1, got n = {n}, trials = {trials}")
     with _threads(threads):
-        cross, amp0 = _end_of_linear_phase(int(n), int(trials), beta, seed, level, dt=4e-3, seg=0.01, t_max=1.5)
+        cross, amp0 = _end_of_linear_phase(int(n), int(trials), beta, seed, level, dt=4e-3, seg=0.01, t_max=1.5, device=device)
     return {"n": int(n), "trials": int(trials), "seed": seed, "beta": beta, "level": level, "t_end": cross, "amp0": amp0}
 
 
@@ -339,41 +340,41 @@ def plot_lnN_law(result: dict[str, Any], ax=None):
 # ----------------------------------------------------------------------------- 5. official runs (+ 2.)
 
 
-def _official_one(beta: float, t1: float, n: int, seed: int, n_show: int, saves: int, dt: float) -> dict[str, Any]:
+def _official_one(beta: float, t1: float, n: int, seed: int, n_show: int, saves: int, dt: float, device: Any = "cpu") -> dict[str, Any]:
     g = torch.Generator().manual_seed(seed)
-    th0 = uniform_angles(1, n, generator=g)
+    th0 = uniform_angles(1, n, generator=g).to(device)
     k = k_max(beta)
     ts = np.linspace(0.0, t1, saves)
     sol = simulate(Circle(beta, "usa"), th0, t1, method="euler", dt=dt, save_at=ts)
     xs = sol.xs[:, 0, :, 0]
     counts = np.array([circle_cluster_count(x) for x in xs])
     centres, masses = circle_clusters(xs[-1])
-    pred = predicted_centres(th0[0, :, 0].numpy(), k)
+    pred = predicted_centres(th0[0, :, 0].cpu().numpy(), k)
     # distance of each measured centre to the nearest predicted one
     dist = np.array([circular_distance(c, pred).min() for c in centres]) if centres.size else np.array([np.inf])
-    amp = torch.stack([circle_moments(x[None, :, None], 2 * k) for x in xs])[:, 0].abs().numpy()
+    amp = torch.stack([circle_moments(x[None, :, None], 2 * k) for x in xs])[:, 0].abs().cpu().numpy()
     show = np.linspace(0, n - 1, n_show).astype(int)
     return {"beta": beta, "t1": t1, "n": n, "k": k, "ts": ts, "counts": counts, "centres": centres,
             "masses": masses, "predicted": pred, "centre_error": float(dist.max()), "moments": amp,
-            "traj": wrap(xs[:, show]).numpy(), "final": wrap(xs[-1]).numpy(), "initial": wrap(xs[0]).numpy(),
+            "traj": wrap(xs[:, show]).cpu().numpy(), "final": wrap(xs[-1]).cpu().numpy(), "initial": wrap(xs[0]).cpu().numpy(),
             "t_star": float(linear_time(n, beta, "usa")), "steps": sol.stats["steps"]}
 
 
-def _official_ensemble(beta: float, t1: float, n: int, trials: int, seed: int, dt: float) -> dict[str, Any]:
+def _official_ensemble(beta: float, t1: float, n: int, trials: int, seed: int, dt: float, device: Any = "cpu") -> dict[str, Any]:
     """Many seeds of the same run (RK4): how often k_max clusters appear, and where."""
     g = torch.Generator().manual_seed(seed)
-    th0 = uniform_angles(trials, n, generator=g)
+    th0 = uniform_angles(trials, n, generator=g).to(device)
     k = k_max(beta)
     sol = simulate(Circle(beta, "usa"), th0, t1, method="rk4", dt=dt)
     counts, errs, winners = [], [], []
     for j in range(trials):
         c, _ = circle_clusters(sol.final[j])
         counts.append(c.size)
-        pred = predicted_centres(th0[j, :, 0].numpy(), k)
+        pred = predicted_centres(th0[j, :, 0].cpu().numpy(), k)
         errs.append(float(max(circular_distance(x, pred).min() for x in c)) if c.size == k else np.nan)
-        m = circle_moments(sol.final[j : j + 1], 2 * k)[0, 1:].abs().numpy()
+        m = circle_moments(sol.final[j : j + 1], 2 * k)[0, 1:].abs().cpu().numpy()
         winners.append(int(np.argmax(m)) + 1)
-    m0 = circle_moments(th0, k + 1)[:, 1:].abs().numpy()  # initial |m_k|, k = 1..k+1
+    m0 = circle_moments(th0, k + 1)[:, 1:].abs().cpu().numpy()  # initial |m_k|, k = 1..k+1
     return {"beta": beta, "t1": t1, "n": n, "trials": trials, "k": k, "counts": np.array(counts),
             "centre_errors": np.array(errs), "dominant_mode": np.array(winners), "amp0": m0,
             "rates": gamma_k(np.arange(1, k + 2), beta, "usa")}
@@ -386,8 +387,9 @@ def official_runs(profile: str = "fast", device: str = "cpu", *, seed: int = 2, 
     _check_profile(profile)
     trials = 8 if profile == "fast" else 32
     with _threads(threads):
-        runs = [_official_one(5.0, 0.6, 20_000, seed, 300, 61, 1e-4), _official_one(7.0, 0.1, 20_000, seed + 1, 300, 51, 1e-4)]
-        ens = [_official_ensemble(5.0, 0.6, 20_000, trials, seed + 10, 2e-3), _official_ensemble(7.0, 0.1, 20_000, trials, seed + 11, 1e-3)]
+        runs = [_official_one(5.0, 0.6, 20_000, seed, 300, 61, 1e-4, device), _official_one(7.0, 0.1, 20_000, seed + 1, 300, 51, 1e-4, device)]
+        ens = [_official_ensemble(5.0, 0.6, 20_000, trials, seed + 10, 2e-3, device),
+               _official_ensemble(7.0, 0.1, 20_000, trials, seed + 11, 1e-3, device)]
     return {"runs": runs, "ensembles": ens}
 
 
@@ -435,7 +437,7 @@ def long_run(profile: str = "fast", device: str = "cpu", *, beta: float = 5.0, s
     _check_profile(profile)
     n, trials, t1 = (500, 8, 60.0) if profile == "fast" else (5_000, 16, 200.0)
     g = torch.Generator().manual_seed(seed)
-    th0 = uniform_angles(trials, n, generator=g)
+    th0 = uniform_angles(trials, n, generator=g).to(device)
     ts = np.concatenate([np.linspace(0, 1, 21)[:-1], np.geomspace(1, t1, 60)])
     with _threads(threads):
         sol = simulate(Circle(beta, "usa"), th0, t1, method="dopri5", dt=1e-3, save_at=ts, rtol=1e-7, atol=1e-9)
@@ -473,7 +475,7 @@ def mean_field_pde(profile: str = "fast", device: str = "cpu", *, beta: float = 
     _check_profile(profile)
     M, ns = (2048, [10_000, 100_000]) if profile == "fast" else (8192, [10_000, 100_000, 1_000_000])
     g = torch.Generator().manual_seed(seed)
-    u0 = noisy_uniform(M, noise, generator=g)
+    u0 = noisy_uniform(M, noise, generator=g).to(device)
     ts = np.linspace(0, t1, 6)
     with _threads(threads):
         tsp, us, st = solve_mean_field(u0, beta, t1, save_at=ts)
@@ -482,14 +484,14 @@ def mean_field_pde(profile: str = "fast", device: str = "cpu", *, beta: float = 
             sol = simulate(Circle(beta, "usa"), quantile_tokens(u0, n), t1, method="rk4", dt=2e-3, save_at=ts)
             w1.append([circle_w1(sol.xs[i], us[i]) for i in range(len(ts))])
             if n == ns[-1]:
-                final_particles = wrap(sol.xs[-1, 0, :, 0]).numpy()
+                final_particles = wrap(sol.xs[-1, 0, :, 0]).cpu().numpy()
     # a coarser grid, to separate the PDE's discretisation error from the particles' error
     _, us_half, _ = solve_mean_field(u0[0::2] * 0.5 + u0[1::2] * 0.5, beta, t1, save_at=ts)
     w1_grid = [circle_w1(quantile_tokens(us_half[i], 200_000), us[i]) for i in range(len(ts))]
     k = k_max(beta)
-    m = density_moments(us[-1], 2 * k).abs().numpy()
+    m = density_moments(us[-1], 2 * k).abs().cpu().numpy()
     centres, masses = circle_clusters(quantile_tokens(us[-1], 100_000))
-    return {"beta": beta, "t1": t1, "M": M, "noise": noise, "ts": ts, "u": us.numpy(), "mass_drift": st["mass_drift"],
+    return {"beta": beta, "t1": t1, "M": M, "noise": noise, "ts": ts, "u": us.cpu().numpy(), "mass_drift": st["mass_drift"],
             "steps": st["steps"], "ns": np.array(ns), "w1": np.array(w1), "w1_grid": np.array(w1_grid),
             "moments_final": m, "dominant_mode": int(np.argmax(m[1:]) + 1), "k": k, "peaks": int(centres.size),
             "peak_masses": masses, "min_u": float(us.min()),
@@ -547,9 +549,9 @@ def sphere_rates(profile: str = "fast", device: str = "cpu", *, normalization: s
             t_fit = 0.35 * math.log(n) / (2 * theory.max())
             ts = np.linspace(0, t_fit, 8)
             g = torch.Generator().manual_seed(seed + i)
-            X0 = uniform_sphere(trials, n, 3, generator=g)
+            X0 = uniform_sphere(trials, n, 3, generator=g).to(device)
             sol = simulate(sphere_model(beta, normalization), X0, t_fit, method="rk4", dt=t_fit / 10, save_at=ts)
-            E = torch.stack([harmonic_energy(x, lmax) for x in sol.xs]).mean(1).numpy()  # (T, lmax + 1)
+            E = torch.stack([harmonic_energy(x, lmax) for x in sol.xs]).mean(1).cpu().numpy()  # (T, lmax + 1)
             rates = np.array([fit_rate(ts, 0.5 * np.log(E[:, l])) for l in range(1, lmax + 1)])
             out["rates"].append(rates)
             out["theory"].append(theory)

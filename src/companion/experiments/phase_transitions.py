@@ -49,8 +49,10 @@ F64 = torch.float64
 LAMBDAS3 = (1.0, 0.5, 0.25)
 
 
-def _gen(seed: int, device="cpu") -> torch.Generator:
-    return torch.Generator(device=device).manual_seed(int(seed))
+def _gen(seed: int) -> torch.Generator:
+    """A CPU generator: random draws are made on the CPU and moved, so a seed gives the same
+    initial state (and adapters) on every device."""
+    return torch.Generator().manual_seed(int(seed))
 
 
 def _check_profile(profile: str) -> None:
@@ -61,7 +63,7 @@ def _check_profile(profile: str) -> None:
 # ----------------------------------------------------------------------------- norm transition
 def _near_u1(trials: int, n: int, d: int, delta: float, gen: torch.Generator, device) -> torch.Tensor:
     """Tokens ``N(u_1 + delta g_i)``, g_i standard normal: (trials, n, d)."""
-    X = delta * torch.randn(trials, n, d, generator=gen, dtype=F64, device=device)
+    X = (delta * torch.randn(trials, n, d, generator=gen, dtype=F64)).to(device)
     X[..., 0] += 1.0
     return X / X.norm(dim=-1, keepdim=True)
 
@@ -109,12 +111,12 @@ def adapter_chain(V: torch.Tensor, x0: torch.Tensor, L: int, blocks: int, rank: 
     obs = [_observables(x0)]
     X = x0
     for _ in range(blocks):
-        dV = models.random_value_adapters(L, d, rank, 1.0, 1.0, trials=trials, generator=gen, device=x0.device)
+        dV = models.random_value_adapters(L, d, rank, 1.0, 1.0, trials=trials, generator=gen, device=gen.device).to(x0.device)
         dV = dV * scale.to(dV)[:, None, None, None]
         states = models.iterate_layers(models.LayerMap(A=V, V=V, dV=dV), X, save_every=k)
         obs += [_observables(S) for S in states[1:]]
         X = states[-1]
-    out = {key: torch.stack([o[key] for o in obs]) for key in obs[0]}
+    out = {key: torch.stack([o[key] for o in obs]).cpu() for key in obs[0]}  # small observables: on the CPU
     out["t"] = torch.arange(len(obs), dtype=F64) / saves_per_block
     return out
 
@@ -253,7 +255,7 @@ def norm_point(profile: str = "fast", device: str = "cpu", *, L: int, seed: int,
     alphas = list(NORM_ALPHAS)
     V = torch.diag(torch.tensor(LAMBDAS3, dtype=F64, device=device))
     s = d * math.sqrt(kappa0)
-    g = _gen(seed, device)
+    g = _gen(seed)
     x0 = _near_u1(per * len(alphas), n, d, 1e-3, g, device)
     scale = torch.tensor([c * L**al * s for al in alphas], dtype=F64).repeat_interleave(per)  # all alphas at once
     out = adapter_chain(V, x0, L, t_end, 1, scale, g)
@@ -277,11 +279,11 @@ def critical_kappa(profile: str = "fast", device: str = "cpu", *, seed: int = 1)
     kappas = [0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2]
     t_end, t_from = 7, 2.5
     V = torch.diag(torch.tensor(LAMBDAS3, dtype=F64, device=device))
-    g = _gen(seed, device)
+    g = _gen(seed)
     x0 = _near_u1(per * len(kappas), n, d, 0.05, g, device)
     s = torch.tensor([d * math.sqrt(k) for k in kappas], dtype=F64).repeat_interleave(per)
     out = adapter_chain(V, x0, L, t_end, 1, math.sqrt(L) * s, g)
-    res = {"kappas": kappas, "L": L, "n": n, "d": d, "per_kappa": per, "t": out["t"].numpy()}
+    res = {"kappas": kappas, "L": L, "n": n, "d": d, "per_kappa": per, "t": out["t"].cpu().numpy()}
     for key in ("q", "sq"):
         ms, ses = zip(*[_window_mean(out[key][:, i * per:(i + 1) * per], out["t"], t_from) for i in range(len(kappas))])
         res[key], res[key + "_se"] = np.array(ms), np.array(ses)
@@ -294,8 +296,8 @@ def critical_kappa(profile: str = "fast", device: str = "cpu", *, seed: int = 1)
     res["fig8_spread"] = out["spread"][-1, sl].mean().item()
     res["fig8_disp"] = out["disp"][-1, sl].mean().item()
     res["fig8_spread_t0"] = out["spread"][0, sl].mean().item()
-    res["fig8_path"] = out["mean_dir"][:, i * per].numpy()  # one sample's common direction over time
-    res["q_curve_fig8"] = out["q"][:, sl].mean(1).numpy()
+    res["fig8_path"] = out["mean_dir"][:, i * per].cpu().numpy()  # one sample's common direction over time
+    res["q_curve_fig8"] = out["q"][:, sl].mean(1).cpu().numpy()
     return res
 
 
@@ -314,17 +316,17 @@ def rank_independence(profile: str = "fast", device: str = "cpu", *, seed: int =
     V = torch.diag(lam).to(device)
     curves, levels, ses = [], [], []
     for j, r in enumerate(ranks):
-        g = _gen(seed + j, device)
+        g = _gen(seed + j)
         x0 = _near_u1(per, n, d, 0.05, g, device)
         s = d * math.sqrt(kappa / r)  # r s^2 / d^2 = kappa
         out = adapter_chain(V, x0, L, t_end, r, torch.full((per,), math.sqrt(L) * s, dtype=F64), g)
-        curves.append((out["q"].mean(1).numpy(), (out["q"].std(1) / math.sqrt(per)).numpy()))
+        curves.append((out["q"].mean(1).cpu().numpy(), (out["q"].std(1) / math.sqrt(per)).cpu().numpy()))
         m, e = _window_mean(out["q"], out["t"], t_from)
         levels.append(m)
         ses.append(e)
     levels, ses = np.array(levels), np.array(ses)
     z = max(abs(levels[a] - levels[b]) / math.hypot(ses[a], ses[b]) for a in range(3) for b in range(a + 1, 3))
-    return {"ranks": ranks, "t": out["t"].numpy(), "curves": curves, "levels": levels, "se": ses, "max_z": z,
+    return {"ranks": ranks, "t": out["t"].cpu().numpy(), "curves": curves, "levels": levels, "se": ses, "max_z": z,
             "eq21": th.stationary_deviation(lam, kappa, n), "kappa": kappa, "d": d, "n": n, "L": L, "per_rank": per}
 
 
@@ -355,27 +357,34 @@ class ScaleCappedRescaled:
     V: torch.Tensor
     t_cap: float = 150.0
     on_sphere: bool = False
+    # Set by cast (once per simulate): V - lambda_1 I and max lambda_1, so a step needs no eigvals
+    # (a host sync on a GPU) and no Python float of a device tensor.
+    shifted: torch.Tensor | None = dataclasses.field(default=None, repr=False)
+    lam1_max: float | None = None
 
     def validate(self, X: torch.Tensor) -> torch.Tensor:
         return X
 
+    def _top(self, V: torch.Tensor) -> torch.Tensor:
+        return torch.linalg.eigvals(V).real.amax(dim=-1)  # () or (trials,)
+
     def cast(self, X: torch.Tensor) -> "ScaleCappedRescaled":
         V = self.V.to(X)
-        lam1 = torch.linalg.eigvals(V).real.amax(dim=-1)
+        lam1 = self._top(V)
         if lam1.ndim and not torch.allclose(lam1, lam1.max().expand_as(lam1)):
             raise ValueError("ScaleCappedRescaled needs the same top eigenvalue in every trial's V")
-        return dataclasses.replace(self, A=self.A.to(X), V=V)
+        eye = torch.eye(X.shape[-1], dtype=X.dtype, device=X.device)
+        return dataclasses.replace(self, A=self.A.to(X), V=V, shifted=V - lam1[..., None, None] * eye,
+                                   lam1_max=float(lam1.max()))
 
     def vector_field(self, t: float, X: torch.Tensor) -> torch.Tensor:
-        A, V = self.A.to(X), self.V.to(X)
-        d = X.shape[-1]
-        lam1 = torch.linalg.eigvals(V).real.amax(dim=-1)  # () or (trials,)
-        eye = torch.eye(d, dtype=X.dtype, device=X.device)
-        D = torch.linalg.matrix_exp(t * (V - lam1[..., None, None] * eye))
+        m = self if self.shifted is not None else self.cast(X)
+        A, V = m.A, m.V
+        D = torch.linalg.matrix_exp(t * m.shifted)
         Y = torch.matmul(X, D.transpose(-1, -2))  # D z
         q = torch.matmul(Y, A.transpose(-1, -2))
         VZ = torch.matmul(X, V.transpose(-1, -2))
-        beta = math.exp(2 * float(lam1.max()) * min(float(t), self.t_cap))
+        beta = math.exp(2 * m.lam1_max * min(float(t), self.t_cap))
         return attend(q, Y, VZ, beta) - VZ
 
 
@@ -384,15 +393,15 @@ def _clusters(Z: torch.Tensor, tol: float) -> list[np.ndarray]:
     lab = cluster_labels(Z, tol)
     out = []
     for tr in range(Z.shape[0]):
-        cs = [Z[tr, lab[tr] == u].mean(0).numpy() for u in torch.unique(lab[tr])]
+        cs = [Z[tr, lab[tr] == u].mean(0).cpu().numpy() for u in torch.unique(lab[tr])]
         out.append(np.stack(cs))
     return out
 
 
 def _dist_to_set(Z: torch.Tensor, C: np.ndarray) -> torch.Tensor:
-    """``max_i d(z_i, C)`` at every saved time: Z (T, n, d) -> (T,)."""
-    c = torch.as_tensor(C, dtype=Z.dtype)
-    return torch.cdist(Z, c.expand(Z.shape[0], *c.shape)).amin(-1).amax(-1)
+    """``max_i d(z_i, C)`` at every saved time: Z (T, n, d) -> (T,), on the CPU (compared with ``sol.ts``)."""
+    c = torch.as_tensor(C, dtype=Z.dtype, device=Z.device)
+    return torch.cdist(Z, c.expand(Z.shape[0], *c.shape)).amin(-1).amax(-1).cpu()
 
 
 def _settle_time(dist: torch.Tensor, ts: torch.Tensor, thr: float) -> float:
@@ -450,7 +459,7 @@ def depth_transition(profile: str = "fast", device: str = "cpu", *, seed: int = 
     _check_profile(profile)
     fast = profile == "fast"
     n, trials, dt = 20, (8 if fast else 64), 0.1
-    Z0 = init.cube(trials, n, 2, 5.0, generator=_gen(seed))
+    Z0 = init.cube(trials, n, 2, 5.0, generator=_gen(seed)).to(device)
     base, C, T_delta = _base_run(Z0, 30.0, dt, delta)
     t_end = 250.0 if fast else 1000.0  # past the largest switch time of these draws at eps = 0.01
     Vt = torch.diag(torch.tensor([1.0, 1.0 - eps], dtype=F64))
@@ -474,8 +483,8 @@ def depth_transition(profile: str = "fast", device: str = "cpu", *, seed: int = 
     return {"eps": eps, "delta": delta, "n": n, "trials": trials, "T_delta": T_delta, "n_clusters": [len(c) for c in C],
             "exit_a": exit_a, "bound_a": bound_a, "switch_a": switch_a, "bounds": bounds, "exit_b": exit_b,
             "bound_b": np.array(bound_b), "dist_b_at_T_delta": dist_b,
-            "clusters0": C[0], "base_path0": base.xs[:, 0].numpy(), "pert_path0": sol_a.xs[::2, 0].numpy(),
-            "qk_path0": sol_b.xs[:, 0].numpy()}
+            "clusters0": C[0], "base_path0": base.xs[:, 0].cpu().numpy(), "pert_path0": sol_a.xs[::2, 0].cpu().numpy(),
+            "qk_path0": sol_b.xs[:, 0].cpu().numpy()}
 
 
 @experiment("eps_sweep", chapter="phase_transitions")
@@ -491,7 +500,7 @@ def eps_sweep(profile: str = "fast", device: str = "cpu", *, seed: int = 4, delt
     n, inits, dt = 20, (6 if fast else 32), 0.1
     epss = np.geomspace(3e-3, 0.3, 9) if fast else np.geomspace(1e-3, 0.3, 15)
     t_end = 600.0 if fast else 3000.0
-    Z0 = init.cube(inits, n, 2, 5.0, generator=_gen(seed))
+    Z0 = init.cube(inits, n, 2, 5.0, generator=_gen(seed)).to(device)
     base, C, T_delta = _base_run(Z0, 30.0, dt, delta)
     E = len(epss)
     Zb = Z0.repeat(E, 1, 1)  # trial index = e * inits + i

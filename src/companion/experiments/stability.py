@@ -148,7 +148,7 @@ def prop31_wasserstein(profile: str = "fast", device: str = "cpu", **overrides: 
     w2 = np.zeros((F, E, S, T))
     for k in range(T):
         Xb = base.xs[k].expand(F, E, S, cfg.n, d).reshape(-1, cfg.n, d)
-        w2[..., k] = metrics.wasserstein(Xb, pert.xs[k], p=2, method="exact").numpy().reshape(F, E, S)
+        w2[..., k] = metrics.wasserstein(Xb, pert.xs[k], p=2, method="exact").cpu().numpy().reshape(F, E, S)
     lb = np.zeros_like(w2)
     lb_app = np.zeros_like(w2)
     lle = np.zeros_like(w2)
@@ -158,9 +158,9 @@ def prop31_wasserstein(profile: str = "fast", device: str = "cpu", **overrides: 
             for s in range(S):
                 b = lora.prop31_bound(A, V, dA[f, e, s], dV[f, e, s], float(M0[s]), ts)
                 ba = lora.prop31_bound(A, V, dA[f, e, s], dV[f, e, s], float(M0[s]), ts, variant="appendix")
-                lb[f, e, s] = b.log10_w2_bound.numpy()
-                lb_app[f, e, s] = ba.log10_w2_bound.numpy()
-                lle[f, e, s] = b.log_log_excess.numpy()
+                lb[f, e, s] = b.log10_w2_bound.cpu().numpy()
+                lb_app[f, e, s] = ba.log10_w2_bound.cpu().numpy()
+                lle[f, e, s] = b.log_log_excess.cpu().numpy()
     with np.errstate(divide="ignore"):
         slack = lb[..., 1:] - np.log10(w2[..., 1:])
     all_below = bool(np.all(np.log10(np.maximum(w2, 1e-300)) <= lb))
@@ -170,7 +170,7 @@ def prop31_wasserstein(profile: str = "fast", device: str = "cpu", **overrides: 
     return {
         "config": dataclasses.asdict(cfg),
         "profile": profile,
-        "ts": ts.numpy(),
+        "ts": ts.cpu().numpy(),
         "eps": np.asarray(cfg.eps),
         "families": list(cfg.families),
         "w2": w2,
@@ -516,7 +516,7 @@ def remark34_ranks(profile: str = "fast", device: str = "cpu", ranks: tuple[int,
     Vt = Vs + torch.stack(dVs)
     xb = simulate(Sphere(A=Vs.to(dev), V=Vs.to(dev)), X0, cfg.t1, method="rk4", dt=cfg.dt).final.cpu()
     xp = simulate(Sphere(A=Vt.to(dev), V=Vt.to(dev)), X0, cfg.t1, method="rk4", dt=cfg.dt).final.cpu()
-    measured = ((xb - xp) ** 2).sum(-1).mean(-1).numpy()
+    measured = ((xb - xp) ** 2).sum(-1).mean(-1).cpu().numpy()
     pp, pa, eig_sq, a_s, conv = [], [], [], [], []
     for k in range(K):
         lam, alpha, e = lora.commuting_coefficients(V, dVs[k])
