@@ -122,3 +122,18 @@ def test_cuda_initial_conditions_follow_the_device():
     X = init.uniform_sphere(2, 16, 3, generator=g, device="cuda")
     assert X.device.type == "cuda"
     torch.testing.assert_close(X.norm(dim=-1), torch.ones(2, 16, dtype=X.dtype, device="cuda"))
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("normalization", ["usa", "softmax"])
+def test_cuda_circle_fourier_field_matches_cpu(normalization):
+    """Paper D's circle field by its Fourier series on CUDA (added after the first GPU run, which
+    never reached it: the metastable experiments then kept their tensors on the CPU)."""
+    from companion.circle import circle_field_fourier, uniform_angles
+
+    th = uniform_angles(3, 50_000, generator=torch.Generator().manual_seed(2))
+    cpu = circle_field_fourier(th, 5.0, normalization)
+    gpu = circle_field_fourier(th.cuda(), 5.0, normalization)
+    assert gpu.device.type == "cuda" and gpu.dtype == torch.float64
+    torch.testing.assert_close(gpu.cpu(), cpu, rtol=1e-12, atol=1e-12 * float(cpu.abs().max()))
