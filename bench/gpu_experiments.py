@@ -34,6 +34,7 @@ import torch
 
 from companion.experiments import registry
 from companion.gpu import cuda_summary, synchronize
+from companion.provenance import atomic_write_bytes
 from companion.sweep import flatten_result
 
 
@@ -84,11 +85,9 @@ def compare(cpu: dict[str, np.ndarray], gpu: dict[str, np.ndarray], rtol: float,
 
 
 def write_report(path: Path, args: argparse.Namespace, rows: list[dict]) -> None:
-    """The rows so far as JSON, written atomically (temporary file, then rename)."""
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"accelerator": cuda_summary(), "torch": torch.__version__, "profile": args.profile,
-                               "rtol": args.rtol, "atol": args.atol, "rows": rows}, indent=1, default=str))
-    tmp.replace(path)
+    """The rows so far as JSON, written atomically."""
+    atomic_write_bytes(path, json.dumps({"accelerator": cuda_summary(), "torch": torch.__version__, "profile": args.profile,
+                                         "rtol": args.rtol, "atol": args.atol, "rows": rows}, indent=1, default=str).encode())
 
 
 def run_one(exp, profile: str, device: str) -> tuple[dict[str, np.ndarray], float]:

@@ -10,17 +10,34 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load_pipeline():
-    spec = importlib.util.spec_from_file_location("companion_book_pipeline", ROOT / "book" / "_scripts" / "pipeline.py")
+def load_script(relpath: str, name: str):
+    """A script of the repository (not a package module) imported as module ``name``."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / relpath)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def _load_pipeline():
+    return load_script("book/_scripts/pipeline.py", "companion_book_pipeline")
 
 
 @pytest.fixture(scope="session")
 def root() -> Path:
     """The repository root."""
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def gpu_experiments():
+    """bench/gpu_experiments.py as a module (the CPU-vs-CUDA comparison)."""
+    return load_script("bench/gpu_experiments.py", "bench_gpu_experiments")
+
+
+@pytest.fixture(scope="session")
+def book_ext():
+    """book/_ext/companion_book.py (the Sphinx hooks) as a module."""
+    return load_script("book/_ext/companion_book.py", "companion_book_ext")
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ random draws are made with CPU generators.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import inspect
 import json
 import subprocess
@@ -24,13 +23,6 @@ import torch
 from companion.experiments import registry
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _bench(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _uses(func, name: str) -> bool:
@@ -53,8 +45,8 @@ def test_experiment_draws_random_numbers_on_the_cpu(name):
     assert "Generator(device=" not in src
 
 
-def test_compare_counts_exact_close_and_round_off():
-    cmp = _bench("gpu_experiments").compare
+def test_compare_counts_exact_close_and_round_off(gpu_experiments):
+    cmp = gpu_experiments.compare
     cpu = {"x": np.array([1.0, 2.0]), "k": np.array([3, 4]), "err": np.array(1e-15), "nan": np.array([np.nan, 1.0])}
     gpu = {"x": np.array([1.0, 2.0 + 1e-3]), "k": np.array([3, 4]), "err": np.array(3e-15), "nan": np.array([np.nan, 1.0])}
     r = cmp(cpu, gpu, rtol=1e-6, atol=1e-12)

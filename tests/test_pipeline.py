@@ -221,17 +221,8 @@ def test_ci_entry_point():
 
 
 # --------------------------------------------------------------------------- Sphinx hooks
-def _ext():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("companion_book_ext", ROOT / "book" / "_ext" / "companion_book.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_summary_chapters_are_read_last_and_reread():
-    ext = _ext()
+def test_summary_chapters_are_read_last_and_reread(book_ext):
+    ext = book_ext
 
     class App:
         class config:
@@ -247,8 +238,8 @@ def test_summary_chapters_are_read_last_and_reread():
     assert ext._outdated(App, Env, set(), {"chapters/claims"}, set()) == []  # nothing else changed
 
 
-def test_docstring_escaping_keeps_literals_and_code():
-    ext = _ext()
+def test_docstring_escaping_keeps_literals_and_code(book_ext):
+    ext = book_ext
     lines = [
         "Bound |x - y| <= c_i1 with n_+ tokens and ``|z|``, :math:`|w|`.",
         "Example::",

@@ -14,6 +14,7 @@ __all__ = [
     "check_on_sphere",
     "check_generator",
     "check_normalization",
+    "check_trials",
 ]
 
 

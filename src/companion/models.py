@@ -114,9 +114,8 @@ class _AttentionModel:
 
         Unchecked: :func:`companion.integrate.simulate` checks the model against x0 once
         (:meth:`validate`) and casts its parameters to x0's device and dtype (:meth:`cast`)."""
-        A, V = _params_like(self.A, X, "A"), _params_like(self.V, X, "V")
-        if self.V is self.A:
-            V = A
+        A = _params_like(self.A, X, "A")
+        V = A if self.V is self.A else _params_like(self.V, X, "V")
         return field_unchecked(X, A, V, self.beta, normalization=self.normalization, backend=self.backend)
 
 

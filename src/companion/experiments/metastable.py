@@ -64,6 +64,12 @@ def _threads(n: int | None):
         torch.set_num_threads(old)
 
 
+def _angles(trials: int, n: int, seed: int, device: Any) -> torch.Tensor:
+    """I.i.d. uniform angles (trials, n, 1) from a CPU generator seeded ``seed``, moved to ``device``:
+    a seed gives the same angles on every device."""
+    return uniform_angles(trials, n, generator=torch.Generator().manual_seed(seed)).to(device)
+
+
 def fit_rate(ts: Any, log_amp: Any) -> float:
     """Least-squares slope of ``log_amp`` against ``ts``.
 
@@ -119,8 +125,7 @@ def _linear_rates_one(beta: float, n: int, trials: int, kmax_fit: int, seed: int
     t_star = float(linear_time(n, beta, normalization))
     t_fit = frac * t_star
     ts = np.linspace(0.0, t_fit, 9)
-    g = torch.Generator().manual_seed(seed)
-    th = uniform_angles(trials, n, generator=g).to(device)  # drawn on the CPU: the same angles on every device
+    th = _angles(trials, n, seed, device)
     model = Circle(beta, normalization)
     # the uniform state is not stiff: steps limited by the fastest growth and the series' accuracy
     dt = min(0.05 * t_fit, 0.25 / float(gamma_k(k_th, beta, normalization)))
@@ -198,8 +203,7 @@ def _end_of_linear_phase(n: int, trials: int, beta: float, seed: int, level: flo
                          device: Any = "cpu"):
     """First time |m_kmax| >= level per trial (interpolated in log |m| between segment ends)."""
     k = k_max(beta)
-    g = torch.Generator().manual_seed(seed)
-    X = uniform_angles(trials, n, generator=g).to(device)
+    X = _angles(trials, n, seed, device)
     model = Circle(beta, "usa")
     amp0 = circle_moments(X, k)[:, k].abs().cpu().numpy()
     t, prev = 0.0, np.log(amp0)
@@ -341,8 +345,7 @@ def plot_lnN_law(result: dict[str, Any], ax=None):
 
 
 def _official_one(beta: float, t1: float, n: int, seed: int, n_show: int, saves: int, dt: float, device: Any = "cpu") -> dict[str, Any]:
-    g = torch.Generator().manual_seed(seed)
-    th0 = uniform_angles(1, n, generator=g).to(device)
+    th0 = _angles(1, n, seed, device)
     k = k_max(beta)
     ts = np.linspace(0.0, t1, saves)
     sol = simulate(Circle(beta, "usa"), th0, t1, method="euler", dt=dt, save_at=ts)
@@ -362,8 +365,7 @@ def _official_one(beta: float, t1: float, n: int, seed: int, n_show: int, saves:
 
 def _official_ensemble(beta: float, t1: float, n: int, trials: int, seed: int, dt: float, device: Any = "cpu") -> dict[str, Any]:
     """Many seeds of the same run (RK4): how often k_max clusters appear, and where."""
-    g = torch.Generator().manual_seed(seed)
-    th0 = uniform_angles(trials, n, generator=g).to(device)
+    th0 = _angles(trials, n, seed, device)
     k = k_max(beta)
     sol = simulate(Circle(beta, "usa"), th0, t1, method="rk4", dt=dt)
     counts, errs, winners = [], [], []
@@ -436,8 +438,7 @@ def long_run(profile: str = "fast", device: str = "cpu", *, beta: float = 5.0, s
     """Cluster count over a long USA run: formation of k_max clusters, the plateau, merging."""
     _check_profile(profile)
     n, trials, t1 = (500, 8, 60.0) if profile == "fast" else (5_000, 16, 200.0)
-    g = torch.Generator().manual_seed(seed)
-    th0 = uniform_angles(trials, n, generator=g).to(device)
+    th0 = _angles(trials, n, seed, device)
     ts = np.concatenate([np.linspace(0, 1, 21)[:-1], np.geomspace(1, t1, 60)])
     with _threads(threads):
         sol = simulate(Circle(beta, "usa"), th0, t1, method="dopri5", dt=1e-3, save_at=ts, rtol=1e-7, atol=1e-9)
