@@ -45,13 +45,14 @@ def compare(cpu: dict[str, np.ndarray], gpu: dict[str, np.ndarray], rtol: float,
     --------
     >>> r = compare({"a": np.array([1.0, 2.0]), "n": np.array(3), "e": np.array(1e-15)},
     ...             {"a": np.array([1.0, 2.0 + 1e-9]), "n": np.array(4), "e": np.array(2e-15)}, 1e-6, 1e-12)
-    >>> r["exact"], r["close"], r["arrays"], r["worst_key"]
-    (0, 2, 3, 'n')
+    >>> r["exact"], r["close"], r["arrays"], r["worst_key"], r["differing"]
+    (0, 2, 3, 'n', {'n': inf})
     """
     keys = sorted(set(cpu) | set(gpu))
     missing = [k for k in keys if k not in cpu or k not in gpu]
     exact = close = 0
     worst_key, worst, worst_scale = None, 0.0, 0.0
+    differing: dict[str, float] = {}  # every array not within tolerance: its relative difference
     for k in keys:
         if k in missing:
             continue
@@ -69,7 +70,10 @@ def compare(cpu: dict[str, np.ndarray], gpu: dict[str, np.ndarray], rtol: float,
             diff = float(np.max(np.abs(af[fin] - bf[fin]))) if fin.any() and same_nonfinite else 0.0
             rel = (diff / scale if scale > 0 else diff) if same_nonfinite else float("inf")
             exact += bool(same_nonfinite and diff == 0.0)
-            close += bool(same_nonfinite and (rel <= rtol or diff <= atol))
+            ok = bool(same_nonfinite and (rel <= rtol or diff <= atol))
+            close += ok
+            if not ok:
+                differing[k] = rel
             if same_nonfinite and diff <= atol:
                 continue  # round-off level: not a candidate for the worst array
         else:
@@ -78,10 +82,12 @@ def compare(cpu: dict[str, np.ndarray], gpu: dict[str, np.ndarray], rtol: float,
             scale = float(np.max(np.abs(a))) if a.size and a.dtype.kind in "iub" else 0.0
             exact += eq
             close += eq
+            if not eq:
+                differing[k] = rel
         if rel > worst or worst_key is None:
             worst_key, worst, worst_scale = k, rel, scale
     return {"arrays": len(keys), "missing_or_reshaped": missing, "exact": exact, "close": close,
-            "worst_key": worst_key, "worst_rel": worst, "worst_scale": worst_scale}
+            "worst_key": worst_key, "worst_rel": worst, "worst_scale": worst_scale, "differing": differing}
 
 
 def write_report(path: Path, args: argparse.Namespace, rows: list[dict]) -> None:
@@ -146,6 +152,7 @@ def main() -> int:
             print(f"{n}: cpu {row['cpu_s']:.1f} s, gpu {row['gpu_s']:.1f} s, peak {row['gpu_peak_mib']:.1f} MiB; "
                   f"{row['exact']}/{row['arrays']} arrays exact, {row['close']}/{row['arrays']} close; "
                   f"worst {row['worst_key']} rel {row['worst_rel']:.1e} (scale {row['worst_scale']:.1e})"
+                  + (f"; differing: {', '.join(row['differing'])}" if row["differing"] else "")
                   + (f"; missing or reshaped: {row['missing_or_reshaped']}" if row["missing_or_reshaped"] else "")
                   + ("" if row["status"] == "ran" else f" [{row['status']}]"), flush=True)
         else:

@@ -52,6 +52,7 @@ def test_compare_counts_exact_close_and_round_off(gpu_experiments):
     r = cmp(cpu, gpu, rtol=1e-6, atol=1e-12)
     assert (r["arrays"], r["exact"], r["close"]) == (4, 2, 3)
     assert r["worst_key"] == "x" and r["worst_rel"] == pytest.approx(5e-4)
+    assert list(r["differing"]) == ["x"]  # every array outside tolerance is named, not only the worst
     assert cmp({"a": np.zeros(2)}, {"a": np.zeros(3)}, 1e-6)["missing_or_reshaped"] == ["a"]
     assert cmp({"a": np.array([np.nan])}, {"a": np.array([0.0])}, 1e-6, 1.0)["close"] == 0  # nan against a number
 
@@ -63,7 +64,7 @@ def test_gpu_experiments_script_end_to_end_on_cpu(tmp_path):
                           "--report", str(report), "spectral-two-tokens"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     (row,) = json.loads(report.read_text())["rows"]
-    assert row["status"] == "ran" and row["arrays"] > 5 and row["exact"] == row["arrays"], row
+    assert row["status"] == "ran" and row["arrays"] > 5 and row["exact"] == row["arrays"] and row["differing"] == {}, row
 
 
 def test_scale_capped_model_caches_the_shift_bitwise():
