@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
+from . import _fused
 from ._validate import as_tokens, check_beta, check_matrix, check_trials
 
-__all__ = ["attention_field", "field_unchecked", "attend", "NORMALIZATIONS", "BACKENDS", "DEFAULT_BLOCK_ELEMENTS"]
+__all__ = ["attention_field", "field_unchecked", "attend", "tangent_project", "NORMALIZATIONS", "BACKENDS", "DEFAULT_BLOCK_ELEMENTS"]
 
 NORMALIZATIONS = ("softmax", "usa")
-BACKENDS = ("auto", "dense", "blocked", "sdpa")
+BACKENDS = ("auto", "dense", "blocked", "sdpa", "fused")
 # Score-matrix elements held at once by the blocked path: 2**22 float64 = 32 MiB, a few temporaries
 # of that size keep one evaluation well under 1 GB at any n.
 DEFAULT_BLOCK_ELEMENTS = 2**22
@@ -76,15 +78,60 @@ def _attend_block(
         w = torch.exp(s - m)  # out of place: autograd (e.g. Jacobians) needs s and exp(s) intact
     else:
         w = torch.exp_(s.sub_(m))  # in place: the (T, b, n) block is the memory that matters
-    out = _weighted_values(w, vop)
-    # usa: (1/n) sum_j e^{s_ij} v_j = e^{m_i} / n * sum_j e^{s_ij - m_i} v_j
-    log_scale = m - math.log(k.shape[-2])
+    return _usa_rescale(_weighted_values(w, vop), m, k.shape[-2], beta)
+
+
+def _usa_rescale(out: torch.Tensor, shift: torch.Tensor, m: int, beta: float) -> torch.Tensor:
+    """usa: (1/m) sum_j e^{s_ij} v_j = e^{shift_i} / m * sum_j e^{s_ij - shift_i} v_j, with a clear
+    error where e^{shift_i} / m overflows. out: (T, b, e), shift: (T, b, 1)."""
+    log_scale = shift - math.log(m)
     if (log_scale > math.log(torch.finfo(out.dtype).max) - 1).any():
         raise ValueError(
             f"beta = {beta:g} is too large for the unnormalised ('usa') field in {out.dtype}: "
             "exp(beta <A x_i, x_j>) overflows; use float64, a smaller beta, or normalization='softmax'"
         )
     return out * torch.exp(log_scale)
+
+
+def tangent_project(X: torch.Tensor, F: torch.Tensor) -> torch.Tensor:
+    """``P_x F = F - <F, x> x`` token by token. X, F: (trials, n, d) -> (trials, n, d).
+
+    Examples
+    --------
+    >>> X = torch.tensor([[[1.0, 0.0]]]); F = torch.tensor([[[2.0, 3.0]]])
+    >>> tangent_project(X, F)
+    tensor([[[0., 3.]]])
+    """
+    return F - (F * X).sum(-1, keepdim=True) * X
+
+
+def _fused_applies(X: torch.Tensor, *params: torch.Tensor | None) -> bool:
+    """Whether "auto" takes the fused kernel: CPU float32, numba installed, d <= 16, no autograd."""
+    ps = [p for p in params if p is not None]
+    return (X.device.type == "cpu" and X.dtype == torch.float32 and all(p.dtype == torch.float32 for p in ps)
+            and _fused.HAVE_NUMBA and X.shape[-1] <= 16 and not _needs_grad(X, *ps))
+
+
+def _fused_field(X: torch.Tensor, A: torch.Tensor | None, V: torch.Tensor | None, beta: float, normalization: str,
+                 project: bool) -> torch.Tensor | None:
+    """backend="fused": :func:`companion._fused.fused_field` on CPU float32 tensors, no autograd.
+
+    None for a usa field whose rescaling by the kernel's shift (an upper bound of the row maximum)
+    would overflow: the caller then takes the exact row maximum (and raises if that overflows too)."""
+    ps = [p for p in (A, V) if p is not None]
+    if X.device.type != "cpu" or X.dtype != torch.float32 or any(p.dtype != torch.float32 or p.device != X.device for p in ps):
+        raise ValueError(f"backend='fused' takes float32 tensors on the CPU, got X {X.dtype} on {X.device}; use 'auto'")
+    if _needs_grad(X, *ps):
+        raise ValueError("backend='fused' does not support autograd; use 'dense' or 'blocked'")
+    as_np = (lambda M: None if M is None else M.detach().numpy())
+    out, shift = _fused.fused_field(X.detach().numpy(), as_np(A), as_np(V), beta, normalization == "softmax", project,
+                                    threads=torch.get_num_threads())
+    out = torch.from_numpy(out)
+    if normalization == "softmax":
+        return out
+    if (torch.from_numpy(shift) > math.log(torch.finfo(out.dtype).max) - 1).any():
+        return None
+    return out * torch.from_numpy(np.exp(shift))
 
 
 _SDPA_FUSED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -127,7 +174,8 @@ def attend(
     backend : ``"dense"`` (one (trials, n, m) score matrix), ``"blocked"`` (query blocks of at most
         ``block_elements`` scores), ``"sdpa"`` (torch's fused kernel; softmax only) or ``"auto"``
         (sdpa on CUDA for large problems, blocked when the dense matrix would exceed
-        ``block_elements``, dense otherwise).
+        ``block_elements``, dense otherwise). The self-attention field has one more, ``"fused"``
+        (:func:`field_unchecked`).
 
     Returns
     -------
@@ -159,6 +207,8 @@ def attend(
         if normalization != "softmax":
             raise ValueError("backend='sdpa' supports normalization='softmax' only")
         return _sdpa(q, k, v, beta)
+    if backend == "fused":
+        raise ValueError("backend='fused' computes the self-attention field (attention_field, the models), not attend(q, k, v)")
     vop = _values_operand(v)
     if backend == "dense":
         return _attend_block(q, k, vop, beta, normalization)
@@ -235,12 +285,21 @@ def field_unchecked(
     normalization: str = "softmax",
     backend: str = "auto",
     block_elements: int = DEFAULT_BLOCK_ELEMENTS,
+    project: bool = False,
 ) -> torch.Tensor:
     """:func:`attention_field` without the argument checks, for callers that validated once.
 
     The integrators call the field thousands of times on states they produced themselves; scanning
     X, A and V for NaN and checking shapes on every call costs 10-20 % of a small ensemble's field.
     X: (trials, n, d); A, V: (d, d), (trials, d, d) or None, already on X's device and dtype.
+    ``project``: return the field projected on the tangent space at each token (the sphere models).
+
+    Besides :func:`attend`'s backends, ``backend="fused"`` (CPU, float32, numba; no autograd) computes
+    the queries A x_i, the scores, their exponentials, the weighted sums of V x_j and the projection
+    in one kernel over cache-sized blocks of rows (:mod:`companion._fused`); ``"auto"`` takes it on
+    the CPU for float32 tokens in dimension <= 16 when numba is installed and nothing needs a gradient.
+    Results agree with the other backends to float32 rounding (not bitwise: the kernel sums in
+    another order and computes its own exponential, within 1.1e-7 relative of exp).
 
     Examples
     --------
@@ -248,6 +307,11 @@ def field_unchecked(
     >>> torch.equal(field_unchecked(X, None, None, 1.0), attention_field(X, beta=1.0))
     True
     """
+    if backend == "fused" or (backend == "auto" and _fused_applies(X, A, V)):
+        out = _fused_field(X, A, V, beta, normalization, project)
+        if out is not None:
+            return out
+        backend = "auto"  # usa whose bound-based rescaling would overflow: the exact row maximum decides
     q = X if A is None else torch.matmul(X, _mT(A))
     if V is None:
         v = X
@@ -255,4 +319,5 @@ def field_unchecked(
         v = q
     else:
         v = torch.matmul(X, _mT(V))
-    return attend(q, X, v, beta, normalization=normalization, backend=backend, block_elements=block_elements)
+    out = attend(q, X, v, beta, normalization=normalization, backend=backend, block_elements=block_elements)
+    return tangent_project(X, out) if project else out

@@ -24,7 +24,7 @@ from typing import ClassVar
 import torch
 
 from ._validate import as_tokens, check_beta, check_matrix, check_on_sphere, check_generator, check_positive, check_trials
-from .attention import NORMALIZATIONS, attend, attention_field, field_unchecked
+from .attention import NORMALIZATIONS, attend, attention_field, field_unchecked, tangent_project
 
 __all__ = [
     "Euclidean",
@@ -41,18 +41,6 @@ __all__ = [
     "random_value_adapters",
     "iterate_layers",
 ]
-
-
-def tangent_project(X: torch.Tensor, F: torch.Tensor) -> torch.Tensor:
-    """``P_x F = F - <F, x> x`` token by token. X, F: (trials, n, d) -> (trials, n, d).
-
-    Examples
-    --------
-    >>> X = torch.tensor([[[1.0, 0.0]]]); F = torch.tensor([[[2.0, 3.0]]])
-    >>> tangent_project(X, F)
-    tensor([[[0., 3.]]])
-    """
-    return F - (F * X).sum(-1, keepdim=True) * X
 
 
 def _eye_like(d: int, X: torch.Tensor) -> torch.Tensor:
@@ -109,14 +97,14 @@ class _AttentionModel:
         V = A if self.V is self.A else _cast(self.V, X)  # keep A is V (one product in the field)
         return dataclasses.replace(self, A=A, V=V)
 
-    def field(self, X: torch.Tensor) -> torch.Tensor:
-        """The attention field ``B[mu_X](x_i)`` (no projection). X: (trials, n, d).
+    def field(self, X: torch.Tensor, project: bool = False) -> torch.Tensor:
+        """The attention field ``B[mu_X](x_i)``, projected on the tangent spaces if ``project``. X: (trials, n, d).
 
         Unchecked: :func:`companion.integrate.simulate` checks the model against x0 once
         (:meth:`validate`) and casts its parameters to x0's device and dtype (:meth:`cast`)."""
         A = _params_like(self.A, X, "A")
         V = A if self.V is self.A else _params_like(self.V, X, "V")
-        return field_unchecked(X, A, V, self.beta, normalization=self.normalization, backend=self.backend)
+        return field_unchecked(X, A, V, self.beta, normalization=self.normalization, backend=self.backend, project=project)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,7 +164,7 @@ class Sphere(_AttentionModel):
     on_sphere: ClassVar[bool] = True
 
     def vector_field(self, t: float, X: torch.Tensor) -> torch.Tensor:
-        return tangent_project(X, self.field(X))
+        return self.field(X, project=True)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,286 @@
+"""A fused CPU attention kernel in float32 (numba): scores, exponentials and weighted sums in one pass.
+
+Private engine of :func:`companion.attention.field_unchecked` with ``backend="fused"``. The torch path runs
+three kernels over a (trials, n, m) score array (a GEMM, a softmax, a GEMM) and moves that array
+through memory between them; for the papers' small ensembles (80 tokens in d = 3) this costs as
+much as the exponentials. Here a block of query rows is scored, exponentiated and summed while it
+sits in the first-level cache, and the query and value projections (A x_i, V x_j) and the sphere
+models' tangent projection are done in the same kernel (torch spends ~0.1 ms on each of these
+3-column products for 16,000 tokens).
+
+Two choices make the exponential loop vectorise (numba has no vector exp of its own here):
+
+* the exponential is computed by the kernel itself, :func:`_exp_nonpositive`: x = k ln 2 + r with
+  |r| <= ln 2 / 2 (Cody-Waite), e^r by its Taylor polynomial of degree 7 (remainder
+  0.347^8 / 8! < 6e-9, under float32 rounding), and 2^k written into the exponent bits;
+* each row is shifted by an upper bound of its largest score, beta |q_i| max_j |k_j|
+  (Cauchy-Schwarz), instead of the row maximum (a reduction numba leaves scalar). A shift above the
+  maximum only scales every term of the row alike; it is used when it exceeds the row's first score
+  by at most 60, so the row sum stays >= e^-60, far above float32's smallest normal number.
+  Otherwise the row's exact maximum is taken.
+
+float32 only: the integrators' fast ensembles run in float32, and float64 keeps the torch path.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+try:
+    import numba
+    from numba import prange
+
+    HAVE_NUMBA = True
+except ImportError:  # pragma: no cover - the tests monkeypatch the flag
+    numba = None
+    HAVE_NUMBA = False
+
+__all__ = ["HAVE_NUMBA", "fused_field", "exp_nonpositive", "BLOCK_ELEMENTS"]
+
+# Scores held per block of query rows: 8192 float32 (32 KiB) and as many int32 (a whole 80-token trial).
+BLOCK_ELEMENTS = 8192
+_SHIFT_SLACK = 60.0
+_LOG2E = 1.4426950408889634
+_LN2_HI = 0.693359375  # 9 significant bits: k * _LN2_HI is exact in float32 for |k| < 2^15
+_LN2_LO = -2.12194440e-4
+_MIN_ARG = -87.0  # e^-87 = 1.6e-38 > float32's smallest normal number (1.2e-38)
+# Reassociation lets LLVM vectorise the row sums (several partial sums); inputs are finite (checked
+# once by the callers), so no-NaN/no-inf flags change nothing but the code generated.
+_FASTMATH = {"reassoc", "contract", "nsz", "arcp", "nnan", "ninf"}
+# The exponential keeps its order of operations (reassociation would merge the two halves of ln 2
+# in the Cody-Waite reduction); it has no reduction to vectorise.
+_FASTMATH_EXP = {"contract", "nnan", "ninf"}
+
+
+if HAVE_NUMBA:
+
+    @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH_EXP)
+    def _exp_nonpositive(S, bits, count):  # pragma: no cover - compiled; tested through exp_nonpositive
+        """S[:count] <- e^S for entries <= 0 (float32), in place; ``bits``: int32 scratch of S's size."""
+        log2e = np.float32(_LOG2E)
+        hi = np.float32(_LN2_HI)
+        lo = np.float32(_LN2_LO)
+        floor_arg = np.float32(_MIN_ARG)
+        half = np.float32(0.5)
+        c2, c3, c4 = np.float32(1 / 2), np.float32(1 / 6), np.float32(1 / 24)
+        c5, c6, c7 = np.float32(1 / 120), np.float32(1 / 720), np.float32(1 / 5040)
+        one = np.float32(1.0)
+        for j in range(count):
+            x = max(S[j], floor_arg)
+            kf = np.floor(x * log2e + half)
+            r = (x - kf * hi) - kf * lo
+            p = one + r * (one + r * (c2 + r * (c3 + r * (c4 + r * (c5 + r * (c6 + r * c7))))))
+            bits[j] = (np.int32(kf) + np.int32(127)) << np.int32(23)  # the float 2^k
+            S[j] = p
+        scale = bits[:count].view(np.float32)
+        for j in range(count):
+            S[j] *= scale[j]
+
+    @numba.njit(cache=True, parallel=True, fastmath=_FASTMATH)
+    def _prepare(X, V, XT, VXT, knorm):  # pragma: no cover - compiled
+        """Per trial: keys X^T (d, n), values (V X^T) (e, n) (V: (1 or T, e, d), or (0, 0, 0) for V = I),
+        and a little more than the largest key norm (an upper bound after float32 rounding)."""
+        T, n, d = X.shape
+        e = VXT.shape[1]
+        for tp in prange(T):
+            t = np.int64(tp)  # prange's index is unsigned: unified with 0 below it would become a float
+            for c in range(d):
+                for j in range(n):
+                    XT[t, c, j] = X[t, j, c]
+            if V.shape[0] == 0:
+                for c in range(e):
+                    for j in range(n):
+                        VXT[t, c, j] = XT[t, c, j]
+            else:
+                tv = t if V.shape[0] == T else np.int64(0)
+                for c in range(e):
+                    for j in range(n):
+                        VXT[t, c, j] = np.float32(0.0)
+                    for c2 in range(d):
+                        vcc = V[tv, c, c2]
+                        for j in range(n):
+                            VXT[t, c, j] += vcc * XT[t, c2, j]
+            mx = np.float32(0.0)
+            for j in range(n):
+                s = np.float32(0.0)
+                for c in range(d):
+                    s += XT[t, c, j] * XT[t, c, j]
+                mx = max(mx, s)
+            knorm[t] = np.sqrt(mx) * np.float32(1 + 1e-5)
+
+    @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH, inline="always")
+    def _scores(X, A, XT, beta, t, i, knorm, qb, row):  # pragma: no cover - compiled
+        """row[j] = s_ij - shift_i with s_ij = beta <A x_i, x_j>; returns shift_i (see the module docstring).
+        qb: float32 scratch of length d for beta A x_i."""
+        d = X.shape[2]
+        m = XT.shape[2]
+        ta = t if A.shape[0] == XT.shape[0] else 0
+        qn = np.float32(0.0)
+        s0 = np.float32(0.0)
+        for c in range(d):
+            if A.shape[0] == 0:
+                qc = X[t, i, c]
+            else:
+                qc = np.float32(0.0)
+                for c2 in range(d):
+                    qc += A[ta, c, c2] * X[t, i, c2]
+            qc *= beta
+            qb[c] = qc
+            qn += qc * qc
+            s0 += qc * XT[t, c, 0]
+        sh = np.sqrt(qn) * knorm[t]
+        exact = sh - s0 > np.float32(_SHIFT_SLACK)
+        if d == 3 and not exact:  # the papers' tokens on S^2: one pass over the row
+            a0, a1, a2 = qb[0], qb[1], qb[2]
+            k0, k1, k2 = XT[t, 0], XT[t, 1], XT[t, 2]
+            for j in range(m):
+                row[j] = a0 * k0[j] + a1 * k1[j] + a2 * k2[j] - sh
+            return sh
+        for j in range(m):
+            row[j] = np.float32(0.0)
+        for c in range(d):
+            qc = qb[c]
+            kc = XT[t, c]
+            for j in range(m):
+                row[j] += qc * kc[j]
+        if exact:
+            sh = row[0]
+            for j in range(1, m):
+                sh = max(sh, row[j])
+        for j in range(m):
+            row[j] -= sh
+        return sh
+
+    @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+    def _block(X, A, XT, VXT, knorm, beta, softmax, project, t, i0, i1, S, bits, qb, out, shift):  # pragma: no cover - compiled
+        """Rows i0..i1-1 of trial t into out[t, i] (softmax: the field; usa: sum_j e^{s_ij - shift_i} v_j / m),
+        projected on the tangent space at x_i if ``project``."""
+        m = XT.shape[2]
+        e = VXT.shape[1]
+        rows = i1 - i0
+        for r in range(rows):
+            shift[t, i0 + r] = _scores(X, A, XT, beta, t, i0 + r, knorm, qb, S[r * m : (r + 1) * m])
+        _exp_nonpositive(S, bits, rows * m)
+        f = qb  # the query is spent: its scratch holds the row's field (e = d <= qb's length)
+        for r in range(rows):
+            i = i0 + r
+            w = S[r * m : (r + 1) * m]
+            den = np.float32(0.0)
+            if e == 3:
+                f0 = np.float32(0.0)
+                f1 = np.float32(0.0)
+                f2 = np.float32(0.0)
+                v0, v1, v2 = VXT[t, 0], VXT[t, 1], VXT[t, 2]
+                for j in range(m):
+                    den += w[j]
+                    f0 += w[j] * v0[j]
+                    f1 += w[j] * v1[j]
+                    f2 += w[j] * v2[j]
+                f[0], f[1], f[2] = f0, f1, f2
+            else:
+                for j in range(m):
+                    den += w[j]
+                for c in range(e):
+                    vc = VXT[t, c]
+                    acc = np.float32(0.0)
+                    for j in range(m):
+                        acc += w[j] * vc[j]
+                    f[c] = acc
+            norm = den if softmax else np.float32(m)
+            for c in range(e):
+                f[c] /= norm
+            if project:
+                p = np.float32(0.0)
+                for c in range(e):
+                    p += f[c] * X[t, i, c]
+                for c in range(e):
+                    f[c] -= p * X[t, i, c]
+            for c in range(e):
+                out[t, i, c] = f[c]
+
+    @numba.njit(cache=True, parallel=True)
+    def _field_all(X, A, XT, VXT, knorm, beta, softmax, project, items, rows_max, chunks, out, shift):  # pragma: no cover - compiled
+        """Every work item (t, i0, i1) of ``items``, in ``chunks`` parallel groups, each with its own scratch."""
+        m = XT.shape[2]
+        W = items.shape[0]
+        for c in prange(chunks):
+            S = np.empty(rows_max * m, dtype=np.float32)
+            bits = np.empty(rows_max * m, dtype=np.int32)
+            qb = np.empty(max(X.shape[2], 3), dtype=np.float32)
+            for w in range(W * c // chunks, W * (c + 1) // chunks):  # contiguous shares: equal work
+                _block(X, A, XT, VXT, knorm, beta, softmax, project, items[w, 0], items[w, 1], items[w, 2], S, bits, qb, out, shift)
+
+
+def exp_nonpositive(x: np.ndarray) -> np.ndarray:
+    """The kernel's exponential on a float32 array of values <= 0 (for tests and inspection).
+
+    Examples
+    --------
+    >>> y = exp_nonpositive(np.array([0.0, -1.0, -50.0], dtype=np.float32))
+    >>> bool(np.allclose(y, np.exp([0.0, -1.0, -50.0]), rtol=3e-7, atol=0))
+    True
+    """
+    if not HAVE_NUMBA:
+        raise ImportError("the fused kernel needs numba (pip install numba)")
+    S = np.array(x, dtype=np.float32).ravel()
+    if (S > 0).any():
+        raise ValueError("x must be <= 0")
+    _exp_nonpositive(S, np.empty(S.size, dtype=np.int32), S.size)
+    return S.reshape(np.shape(x))
+
+
+@functools.lru_cache(maxsize=64)
+def _items(T: int, n: int, m: int) -> np.ndarray:
+    """(trial, first row, end row) blocks of at most BLOCK_ELEMENTS scores (at least one row)."""
+    rows = max(1, BLOCK_ELEMENTS // max(1, m))
+    return np.array([(t, i, min(n, i + rows)) for t in range(T) for i in range(0, n, rows)], dtype=np.int64).reshape(-1, 3)
+
+
+_NONE = np.zeros((0, 0, 0), dtype=np.float32)
+
+
+def fused_field(X: np.ndarray, A: np.ndarray | None, V: np.ndarray | None, beta: float, softmax: bool,
+                project: bool, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """The self-attention field of float32 tokens in one fused pass.
+
+    Parameters
+    ----------
+    X : (T, n, d) float32 tokens (keys are the tokens, queries A x_i, values V x_j).
+    A, V : (d, d) or (T, d, d) float32, or None for the identity.
+    beta : float, > 0.
+    softmax : bool, softmax weights; else usa (e^{s_ij} / n, see Returns).
+    project : bool, project each token's field on the tangent space at x_i (F - <F, x_i> x_i).
+    threads : int, parallel groups of blocks (at most numba's thread count).
+
+    Returns
+    -------
+    out : (T, n, d) float32: softmax: the field; usa: the field times e^{-shift_i}.
+    shift : (T, n, 1) float32, the per-row shift (>= max_j beta <A x_i, x_j>, up to rounding).
+
+    Examples
+    --------
+    >>> X = np.eye(2, dtype=np.float32)[None]
+    >>> out, _ = fused_field(X, None, None, 1.0, True, False)
+    >>> np.round(out[0].astype(np.float64), 4).tolist()
+    [[0.7311, 0.2689], [0.2689, 0.7311]]
+    """
+    if not HAVE_NUMBA:
+        raise ImportError("backend='fused' needs numba (pip install numba, or make venv)")
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    T, n, d = X.shape
+    A = _NONE if A is None else np.ascontiguousarray(A, dtype=np.float32).reshape(-1, d, d)
+    V = _NONE if V is None else np.ascontiguousarray(V, dtype=np.float32).reshape(-1, d, d)
+    XT = np.empty((T, d, n), dtype=np.float32)
+    VXT = np.empty((T, d, n), dtype=np.float32)
+    knorm = np.empty(T, dtype=np.float32)
+    items = _items(T, n, n)
+    rows_max = int(items[0, 2] - items[0, 1])
+    chunks = max(1, min(int(threads), items.shape[0], numba.config.NUMBA_NUM_THREADS))
+    if numba.get_num_threads() != chunks:
+        numba.set_num_threads(chunks)
+    _prepare(X, V, XT, VXT, knorm)
+    out = np.empty((T, n, d), dtype=np.float32)
+    shift = np.empty((T, n, 1), dtype=np.float32)
+    _field_all(X, A, XT, VXT, knorm, np.float32(beta), softmax, project, items, rows_max, chunks, out, shift[..., 0])
+    return out, shift

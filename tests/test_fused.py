@@ -1,0 +1,120 @@
+"""The fused float32 attention kernel (numba, CPU) against the float64 torch field, and its exponential."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import companion._fused as F
+from companion import attention, models
+from companion.attention import attend, attention_field, field_unchecked
+
+pytestmark = pytest.mark.skipif(not F.HAVE_NUMBA, reason="numba is not installed (make venv installs it)")
+
+
+def _sphere(trials, n, d, seed):
+    X = torch.randn(trials, n, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return X / X.norm(dim=-1, keepdim=True)
+
+
+def _rel(a, b):
+    return ((a.double() - b).abs().max() / b.abs().max()).item()
+
+
+def test_exponential_within_two_ulp_of_exp():
+    # against float64 exp on every float32 step of [-87, 0] sampled densely, and exactly 1 at 0
+    x = np.linspace(-87.0, 0.0, 3_000_001).astype(np.float32)
+    y = F.exp_nonpositive(x)
+    ref = np.exp(x.astype(np.float64))
+    assert (np.abs(y - ref) / ref).max() < 2 * np.finfo(np.float32).eps
+    assert F.exp_nonpositive(np.zeros(3, dtype=np.float32)).tolist() == [1.0, 1.0, 1.0]
+    assert F.exp_nonpositive(np.array([-200.0], dtype=np.float32))[0] < 2e-38  # clamped, not garbage
+    with pytest.raises(ValueError, match="<= 0"):
+        F.exp_nonpositive(np.array([0.5], dtype=np.float32))
+
+
+# usa stops at beta = 10: e^100 overflows float32 (that case is tested below)
+_CASES = [(norm, beta) for norm in ("softmax", "usa") for beta in (0.1, 1.0, 10.0, 100.0) if norm == "softmax" or beta <= 10]
+
+
+@pytest.mark.parametrize("normalization,beta", _CASES)
+@pytest.mark.parametrize("n,d", [(1, 3), (7, 2), (80, 3), (300, 3), (50, 5)])
+def test_fused_field_equals_the_float64_field(normalization, beta, n, d):
+    # beta = 0.1 shifts rows by the Cauchy-Schwarz bound, beta = 100 mostly by the exact maximum;
+    # n = 300 splits a trial over several blocks. Errors are relative to the unprojected field's scale
+    # (one token's projected field is zero up to rounding of that scale, e^beta for usa).
+    X = _sphere(3, n, d, seed=n + d)
+    g = torch.Generator().manual_seed(1)
+    A = torch.randn(d, d, generator=g, dtype=torch.float64) / math.sqrt(d)
+    V = torch.randn(3, d, d, generator=g, dtype=torch.float64) / math.sqrt(d)  # per-trial values
+    for a, v in [(None, None), (A, V), (A, A)]:
+        for project in (False, True):
+            ref = field_unchecked(X, a, v, beta, normalization=normalization, backend="dense", project=project)
+            cast = (lambda M: None if M is None else M.float())
+            got = field_unchecked(X.float(), cast(a), cast(v), beta, normalization=normalization, backend="fused", project=project)
+            assert got.dtype == torch.float32 and got.shape == X.shape
+            scale = field_unchecked(X, a, v, beta, normalization=normalization, backend="dense").abs().max().item()
+            err = (got.double() - ref).abs().max().item() / max(1.0, scale)
+            assert err < 3e-5, (a is None, v is A, project)
+
+
+def test_auto_takes_the_fused_kernel_only_where_it_applies(monkeypatch):
+    X = _sphere(2, 20, 3, seed=0).float()
+    calls = []
+    real = F.fused_field
+    monkeypatch.setattr(F, "fused_field", lambda *a, **k: calls.append(1) or real(*a, **k))
+    attention_field(X, beta=1.0)
+    assert calls == [1]
+    attention_field(X.double(), beta=1.0)  # float64: torch
+    Xg = X.clone().requires_grad_(True)
+    out = attention_field(Xg, beta=1.0)  # autograd: torch
+    assert out.grad_fn is not None and calls == [1]
+    attention_field(_sphere(1, 5, 20, seed=1).float(), beta=1.0)  # d = 20 > 16: torch
+    monkeypatch.setattr(F, "HAVE_NUMBA", False)
+    attention_field(X, beta=1.0)
+    assert calls == [1]
+
+
+def test_fused_refuses_what_it_cannot_do():
+    X = _sphere(1, 10, 3, seed=2)
+    with pytest.raises(ValueError, match="float32 tensors on the CPU"):
+        attention_field(X, beta=1.0, backend="fused")
+    with pytest.raises(ValueError, match="autograd"):
+        attention_field(X.float().requires_grad_(True), beta=1.0, backend="fused")
+    with pytest.raises(ValueError, match="not attend"):
+        attend(X.float(), X.float(), X.float(), 1.0, backend="fused")
+
+
+def test_usa_overflow_falls_back_to_the_exact_maximum_or_raises():
+    # A = diag(1, -1): the bound beta |A x_i| = beta, but every score beta <A x_i, x_j> <= 0 when all
+    # tokens sit near (0, 1); e^{beta} / n overflows float32 at beta = 95, the true field does not.
+    th = torch.linspace(1.3, 1.8, 12, dtype=torch.float64)
+    X = torch.stack([torch.cos(th), torch.sin(th)], -1)[None]
+    A = torch.diag(torch.tensor([1.0, -1.0], dtype=torch.float64))
+    ref = attention_field(X, A, None, 95.0, normalization="usa", backend="dense")
+    got = attention_field(X.float(), A.float(), None, 95.0, normalization="usa", backend="fused")
+    assert torch.isfinite(got).all() and _rel(got, ref) < 1e-5
+    with pytest.raises(ValueError, match="too large for the unnormalised"):
+        attention_field(_sphere(1, 10, 3, seed=3).float(), beta=100.0, normalization="usa", backend="fused")
+
+
+def test_thread_counts_agree_to_rounding():
+    X = _sphere(9, 120, 3, seed=4).float().numpy()
+    V = np.diag([1.0, 0.5, -0.3]).astype(np.float32)
+    one, _ = F.fused_field(X, V, V, 2.0, True, True, threads=1)
+    two, _ = F.fused_field(X, V, V, 2.0, True, True, threads=2)
+    assert np.abs(one - two).max() <= 1e-6 * np.abs(one).max()
+
+
+def test_sphere_model_in_float32_follows_the_float64_flow():
+    # paper C's ensemble setting: RK4 to T = 2 in float32 (fused) and float64 (torch)
+    V = torch.diag(torch.tensor([1.0, 0.5, -0.3], dtype=torch.float64))
+    X = _sphere(4, 80, 3, seed=5)
+    from companion.integrate import simulate
+
+    m = models.Sphere(A=V, V=V, beta=1.0)
+    a = simulate(m, X.float(), 2.0, method="rk4", dt=0.05).final
+    b = simulate(m, X, 2.0, method="rk4", dt=0.05).final
+    assert (a.double() - b).abs().max().item() < 1e-5
+    assert (a.norm(dim=-1) - 1).abs().max().item() < 1e-6
+    assert attention.tangent_project is models.tangent_project
