@@ -138,3 +138,18 @@ def test_circle_model_runs_the_grid_and_stays_close_to_powers():
     b = simulate(Circle(5.0, algorithm="powers"), th, 0.01, method="euler", dt=1e-3).xs[-1]
     assert (a - b).abs().max().item() < 1e-12
 
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no os.fork on this platform")
+def test_grid_threads_work_in_a_forked_child(monkeypatch):
+    # the pool is made in the parent; a forked child must not send work to the parent's dead threads
+    import multiprocessing as mp
+
+    monkeypatch.setattr(G, "_MIN_PER_THREAD", 64)
+    t = uniform_angles(1, 4000, generator=torch.Generator().manual_seed(6)).numpy()[..., 0]
+    c, _ = C._bessel_coeffs(5.0, fourier_truncation(5.0))
+    parent = G.grid_field(t, c, None, 1.0, threads=2)
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:
+        child = pool.apply_async(G.grid_field, (t, c, None, 1.0, 2)).get(timeout=60)
+    assert np.array_equal(parent, child)

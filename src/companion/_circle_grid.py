@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import math
+import os
 import threading
 
 import numpy as np
@@ -118,14 +119,18 @@ if HAVE_NUMBA:
 
 
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
+_pool_pid = 0
 _pool_lock = threading.Lock()
 
 
 def _executor(threads: int) -> concurrent.futures.ThreadPoolExecutor:
-    global _pool
+    """A process-wide pool of at least ``threads`` workers; a new one after a fork (the child
+    inherits the pool object but not its threads, and tasks sent to it would never run)."""
+    global _pool, _pool_pid
     with _pool_lock:
-        if _pool is None or _pool._max_workers < threads:
+        if _pool is None or _pool._max_workers < threads or _pool_pid != os.getpid():
             _pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="companion-grid")
+            _pool_pid = os.getpid()
         return _pool
 
 

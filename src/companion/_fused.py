@@ -232,9 +232,17 @@ def exp_nonpositive(x: np.ndarray) -> np.ndarray:
 
 @functools.lru_cache(maxsize=64)
 def _items(T: int, n: int, m: int) -> np.ndarray:
-    """(trial, first row, end row) blocks of at most BLOCK_ELEMENTS scores (at least one row)."""
+    """(trial, first row, end row) blocks of at most BLOCK_ELEMENTS scores (at least one row), (W, 3).
+
+    Examples
+    --------
+    >>> _items(2, 5, 3000).tolist()
+    [[0, 0, 2], [0, 2, 4], [0, 4, 5], [1, 0, 2], [1, 2, 4], [1, 4, 5]]
+    """
     rows = max(1, BLOCK_ELEMENTS // max(1, m))
-    return np.array([(t, i, min(n, i + rows)) for t in range(T) for i in range(0, n, rows)], dtype=np.int64).reshape(-1, 3)
+    starts = np.arange(0, n, rows, dtype=np.int64)
+    i0 = np.tile(starts, T)
+    return np.stack([np.repeat(np.arange(T, dtype=np.int64), starts.size), i0, np.minimum(i0 + rows, n)], axis=1)
 
 
 _NONE = np.zeros((0, 0, 0), dtype=np.float32)
