@@ -69,10 +69,12 @@ def test_auto_takes_the_fused_kernel_only_where_it_applies(monkeypatch):
     Xg = X.clone().requires_grad_(True)
     out = attention_field(Xg, beta=1.0)  # autograd: torch
     assert out.grad_fn is not None and calls == [1]
-    attention_field(_sphere(1, 5, 20, seed=1).float(), beta=1.0)  # d = 20 > 16: torch
+    attention_field(_sphere(1, 5, 12, seed=1).float(), beta=1.0)  # d = 12 > 8: torch
+    attention_field(_sphere(1, 5, 8, seed=1).float(), beta=1.0)  # d = 8: fused
+    assert calls == [1, 1]
     monkeypatch.setattr(F, "HAVE_NUMBA", False)
     attention_field(X, beta=1.0)
-    assert calls == [1]
+    assert calls == [1, 1]
 
 
 def test_fused_refuses_what_it_cannot_do():
