@@ -8,13 +8,13 @@ import torch
 import companion._fused as F
 from companion import attention, models
 from companion.attention import attend, attention_field, field_unchecked
+from companion.init import uniform_sphere
 
 pytestmark = pytest.mark.skipif(not F.HAVE_NUMBA, reason="numba is not installed (make venv installs it)")
 
 
 def _sphere(trials, n, d, seed):
-    X = torch.randn(trials, n, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
-    return X / X.norm(dim=-1, keepdim=True)
+    return uniform_sphere(trials, n, d, generator=torch.Generator().manual_seed(seed))
 
 
 def _rel(a, b):

@@ -24,6 +24,7 @@ thread; sums then run in another order than on one thread, so results agree to r
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import math
 import os
 import threading
@@ -57,6 +58,7 @@ def taylor_bound(K: int, M: int, P: int) -> float:
     return x**P / math.factorial(P)
 
 
+@functools.lru_cache(maxsize=256)
 def grid_size(K: int) -> tuple[int, int]:
     """Grid points M (a power of two, >= 64 (K + 1)) and Taylor terms P for modes up to K.
 
@@ -154,13 +156,15 @@ def _run(fn, parts, threads: int) -> None:
         f.result()
 
 
+@functools.lru_cache(maxsize=64)
 def _coeff_powers(K: int, P: int) -> np.ndarray:
-    """(i k)^p / p! as (P, K + 1) complex."""
+    """(i k)^p / p! as (P, K + 1) complex, read-only (cached: the same for every field evaluation)."""
     k = np.arange(K + 1, dtype=np.float64)
     out = np.empty((P, K + 1), dtype=np.complex128)
     out[0] = 1.0
     for p in range(1, P):
         out[p] = out[p - 1] * (1j * k) / p
+    out.setflags(write=False)
     return out
 
 

@@ -79,8 +79,8 @@ if HAVE_NUMBA:
 
     @numba.njit(cache=True, parallel=True, fastmath=_FASTMATH)
     def _prepare(X, V, XT, VXT, knorm):  # pragma: no cover - compiled
-        """Per trial: keys X^T (d, n), values (V X^T) (e, n) (V: (1 or T, e, d), or (0, 0, 0) for V = I),
-        and a little more than the largest key norm (an upper bound after float32 rounding)."""
+        """Per trial: keys X^T (d, n), values (V X^T) (e, n) (V: (1 or T, e, d); for V = I, (0, 0, 0)
+        and VXT is XT), and a little more than the largest key norm (an upper bound after rounding)."""
         T, n, d = X.shape
         e = VXT.shape[1]
         for tp in prange(T):
@@ -88,11 +88,7 @@ if HAVE_NUMBA:
             for c in range(d):
                 for j in range(n):
                     XT[t, c, j] = X[t, j, c]
-            if V.shape[0] == 0:
-                for c in range(e):
-                    for j in range(n):
-                        VXT[t, c, j] = XT[t, c, j]
-            else:
+            if V.shape[0] != 0:  # else VXT is XT itself (the caller passes one array twice)
                 tv = t if V.shape[0] == T else np.int64(0)
                 for c in range(e):
                     for j in range(n):
@@ -154,7 +150,7 @@ if HAVE_NUMBA:
 
     @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
     def _block(X, A, XT, VXT, knorm, beta, softmax, project, t, i0, i1, S, bits, qb, out, shift):  # pragma: no cover - compiled
-        """Rows i0..i1-1 of trial t into out[t, i] (softmax: the field; usa: sum_j e^{s_ij - shift_i} v_j / m),
+        """Rows i0..i1-1 of trial t into out[t, i] (softmax: the field; usa: sum_j e^{s_ij - shift_i} v_j),
         projected on the tangent space at x_i if ``project``."""
         m = XT.shape[2]
         e = VXT.shape[1]
@@ -187,9 +183,9 @@ if HAVE_NUMBA:
                     for j in range(m):
                         acc += w[j] * vc[j]
                     f[c] = acc
-            norm = den if softmax else np.float32(m)
-            for c in range(e):
-                f[c] /= norm
+            if softmax:
+                for c in range(e):
+                    f[c] /= den
             if project:
                 p = np.float32(0.0)
                 for c in range(e):
@@ -263,7 +259,7 @@ def fused_field(X: np.ndarray, A: np.ndarray | None, V: np.ndarray | None, beta:
 
     Returns
     -------
-    out : (T, n, d) float32: softmax: the field; usa: the field times e^{-shift_i}.
+    out : (T, n, d) float32: softmax: the field; usa: the field times n e^{-shift_i}.
     shift : (T, n, 1) float32, the per-row shift (>= max_j beta <A x_i, x_j>, up to rounding).
 
     Examples
@@ -280,7 +276,7 @@ def fused_field(X: np.ndarray, A: np.ndarray | None, V: np.ndarray | None, beta:
     A = _NONE if A is None else np.ascontiguousarray(A, dtype=np.float32).reshape(-1, d, d)
     V = _NONE if V is None else np.ascontiguousarray(V, dtype=np.float32).reshape(-1, d, d)
     XT = np.empty((T, d, n), dtype=np.float32)
-    VXT = np.empty((T, d, n), dtype=np.float32)
+    VXT = XT if V is _NONE else np.empty((T, d, n), dtype=np.float32)
     knorm = np.empty(T, dtype=np.float32)
     items = _items(T, n, n)
     rows_max = int(items[0, 2] - items[0, 1])

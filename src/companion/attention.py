@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 
 from . import _fused
@@ -81,11 +80,17 @@ def _attend_block(
     return _usa_rescale(_weighted_values(w, vop), m, k.shape[-2], beta)
 
 
+def _usa_log_scale(shift: torch.Tensor, m: int, dtype: torch.dtype) -> torch.Tensor | None:
+    """log(e^{shift_i} / m), the usa factor of each row, or None where it overflows ``dtype``."""
+    log_scale = shift - math.log(m)
+    return None if (log_scale > math.log(torch.finfo(dtype).max) - 1).any() else log_scale
+
+
 def _usa_rescale(out: torch.Tensor, shift: torch.Tensor, m: int, beta: float) -> torch.Tensor:
     """usa: (1/m) sum_j e^{s_ij} v_j = e^{shift_i} / m * sum_j e^{s_ij - shift_i} v_j, with a clear
     error where e^{shift_i} / m overflows. out: (T, b, e), shift: (T, b, 1)."""
-    log_scale = shift - math.log(m)
-    if (log_scale > math.log(torch.finfo(out.dtype).max) - 1).any():
+    log_scale = _usa_log_scale(shift, m, out.dtype)
+    if log_scale is None:
         raise ValueError(
             f"beta = {beta:g} is too large for the unnormalised ('usa') field in {out.dtype}: "
             "exp(beta <A x_i, x_j>) overflows; use float64, a smaller beta, or normalization='softmax'"
@@ -105,14 +110,22 @@ def tangent_project(X: torch.Tensor, F: torch.Tensor) -> torch.Tensor:
     return F - (F * X).sum(-1, keepdim=True) * X
 
 
-def _fused_applies(X: torch.Tensor, *params: torch.Tensor | None) -> bool:
-    """Whether "auto" takes the fused kernel: CPU float32, numba installed, d <= _FUSED_MAX_D, no autograd.
+def _fused_refusal(X: torch.Tensor, A: torch.Tensor | None, V: torch.Tensor | None) -> str | None:
+    """Why the fused kernel cannot take these tensors (CPU float32, no autograd), or None if it can."""
+    ps = [p for p in (A, V) if p is not None]
+    if X.device.type != "cpu" or X.dtype != torch.float32 or any(p.dtype != torch.float32 or p.device != X.device for p in ps):
+        return f"backend='fused' takes float32 tensors on the CPU, got X {X.dtype} on {X.device}; use 'auto'"
+    if _needs_grad(X, *ps):
+        return "backend='fused' does not support autograd; use 'dense' or 'blocked'"
+    return None
+
+
+def _fused_applies(X: torch.Tensor, A: torch.Tensor | None, V: torch.Tensor | None) -> bool:
+    """Whether "auto" takes the fused kernel: it can (:func:`_fused_refusal`), numba is installed, d <= _FUSED_MAX_D.
 
     Its scores are scalar loops over d: at d = 16 torch's GEMMs win (1.35 against 0.86 ms for one
     trial of 1000 tokens), at d <= 8 the kernel does (1.7-5x over the shapes measured)."""
-    ps = [p for p in params if p is not None]
-    return (X.device.type == "cpu" and X.dtype == torch.float32 and all(p.dtype == torch.float32 for p in ps)
-            and _fused.HAVE_NUMBA and X.shape[-1] <= _FUSED_MAX_D and not _needs_grad(X, *ps))
+    return _fused.HAVE_NUMBA and X.shape[-1] <= _FUSED_MAX_D and _fused_refusal(X, A, V) is None
 
 
 def _fused_field(X: torch.Tensor, A: torch.Tensor | None, V: torch.Tensor | None, beta: float, normalization: str,
@@ -121,20 +134,17 @@ def _fused_field(X: torch.Tensor, A: torch.Tensor | None, V: torch.Tensor | None
 
     None for a usa field whose rescaling by the kernel's shift (an upper bound of the row maximum)
     would overflow: the caller then takes the exact row maximum (and raises if that overflows too)."""
-    ps = [p for p in (A, V) if p is not None]
-    if X.device.type != "cpu" or X.dtype != torch.float32 or any(p.dtype != torch.float32 or p.device != X.device for p in ps):
-        raise ValueError(f"backend='fused' takes float32 tensors on the CPU, got X {X.dtype} on {X.device}; use 'auto'")
-    if _needs_grad(X, *ps):
-        raise ValueError("backend='fused' does not support autograd; use 'dense' or 'blocked'")
+    refusal = _fused_refusal(X, A, V)
+    if refusal is not None:
+        raise ValueError(refusal)
     as_np = (lambda M: None if M is None else M.detach().numpy())
     out, shift = _fused.fused_field(X.detach().numpy(), as_np(A), as_np(V), beta, normalization == "softmax", project,
                                     threads=torch.get_num_threads())
     out = torch.from_numpy(out)
     if normalization == "softmax":
         return out
-    if (torch.from_numpy(shift) > math.log(torch.finfo(out.dtype).max) - 1).any():
-        return None
-    return out * torch.from_numpy(np.exp(shift))
+    log_scale = _usa_log_scale(torch.from_numpy(shift), X.shape[1], out.dtype)
+    return None if log_scale is None else out * torch.exp(log_scale)
 
 
 _SDPA_FUSED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
