@@ -24,6 +24,10 @@ from typing import Any, Sequence
 __all__ = ["main", "build_parser", "parse_value", "parse_axis"]
 
 
+# Arguments of a sweep point that the sweep itself supplies (not grid axes).
+_NOT_GRID = ("profile", "device", "cfg")
+
+
 class UsageError(Exception):
     """Bad command-line input: reported as one line, exit status 2 (no traceback)."""
 
@@ -110,7 +114,7 @@ def _sweeps_epilog() -> str:
             continue
         params = inspect.signature(exp.point).parameters
         names = [n + ("*" if p.default is inspect.Parameter.empty else "") for n, p in params.items()
-                 if n not in ("profile", "device") and p.kind is not p.VAR_KEYWORD]
+                 if n not in _NOT_GRID and p.kind is not p.VAR_KEYWORD]
         lines.append(f"  {name}: {', '.join(names)}")
     lines.append("any other experiment: the grid sets its keyword arguments (see `python -m companion list`)")
     return "\n".join(lines)
@@ -123,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m companion", description=__doc__.split("\n\n")[0], epilog=epilog, formatter_class=fmt)
     sub = parser.add_subparsers(dest="command", required=True, metavar="{list,run,sweep}")
 
-    sub.add_parser("list", help="list the registered experiments", epilog=epilog, formatter_class=fmt)
+    sub.add_parser("list", help="list the registered experiments with their parameters per profile", epilog=epilog, formatter_class=fmt)
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--profile", choices=("fast", "full"), default="fast", help="fast (CI scale) or full (paper scale, meant for a GPU)")
@@ -133,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run experiments, save result + figure + provenance", epilog=epilog, formatter_class=fmt)
     run.add_argument("names", nargs="*", metavar="EXPERIMENT")
     run.add_argument("--all", action="store_true", help="run every registered experiment")
-    run.add_argument("--param", type=_param, action="append", default=[], metavar="KEY=VALUE", help="extra keyword for the experiment (repeatable)")
+    run.add_argument("--param", type=_param, action="append", default=[], metavar="KEY=VALUE", help="override one parameter of the experiment's config (repeatable; `list` shows them)")
     run.add_argument("--no-figure", action="store_true", help="skip the figure")
     common(run)
 
@@ -160,6 +164,11 @@ def _cmd_list() -> int:
         print("no experiments registered")
     for name, e in reg.items():
         print(f"{name}\t{e.chapter}\t{e.description}")
+        if e.legacy:
+            continue
+        for key, values in e.parameters().items():
+            fast, full = values["fast"], values["full"]
+            print(f"    {key} = {fast!r}" + ("" if full == fast else f"  (full: {full!r})"))
     return 0
 
 
@@ -174,10 +183,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     names = list(registry()) if args.all else args.names
     if not names:
         raise UsageError("name at least one EXPERIMENT, or pass --all")
-    for n in names:
-        _checked(get, n)  # unknown names and devices fail before anything runs
-    _checked(resolve_device, args.device)
     params = dict(args.param)
+    for n in names:  # unknown names, parameters and devices fail before anything runs
+        exp = _checked(get, n)
+        if not exp.legacy:
+            _checked(exp.configure, args.profile, **params)
+    _checked(resolve_device, args.device)
     failed: list[str] = []
     times: dict[str, float] = {}
     t_all = time.perf_counter()
@@ -219,8 +230,13 @@ def _check_grid(exp, axes: dict[str, list[Any]]) -> None:
     import inspect
 
     target, what = _sweep_target(exp)
+    if exp.point is None and not exp.legacy:  # the whole experiment: the grid overrides its config
+        for key, values in axes.items():
+            for v in values:
+                _checked(exp.configure, "fast", **{key: v})
+        return
     params = inspect.signature(target).parameters
-    names = [n for n, p in params.items() if n not in ("profile", "device") and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    names = [n for n, p in params.items() if n not in _NOT_GRID and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         for key in axes:
             if key not in names:
@@ -248,7 +264,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         _check_grid(exp, axes)
         grid = product_grid(**axes)
     elif exp.grid is not None:
-        grid = exp.grid(args.profile)
+        grid = exp.grid(args.profile) if exp.legacy else exp.grid(exp.configure(args.profile))
     else:
         raise UsageError(f"--grid is required: {args.name} has no sweep point, so no grid of its own (give at least one --grid KEY=V1,V2)")
     t0 = time.perf_counter()

@@ -14,11 +14,12 @@ from typing import Any, Iterable, Sequence
 
 from .provenance import atomic_write_text, repo_root
 
-__all__ = ["Claim", "STATUSES", "PAPERS", "record", "assemble", "load", "format_claims"]
+__all__ = ["Claim", "Verdict", "verdict", "NOT_CHECKABLE", "STATUSES", "PAPERS", "record", "assemble", "load", "format_claims"]
 
 STATUSES = ("reproduced", "partly", "not-reproduced", "not-checkable")
 PAPERS = ("A", "B", "C", "D")
-KEYS = ("id", "paper", "where", "statement", "status", "measured", "expected", "tolerance", "chapter")
+KEYS = ("id", "paper", "where", "statement", "status", "measured", "expected", "tolerance", "chapter", "profile", "margin",
+        "uncertainty")
 
 
 def _round(v: Any, digits: int = 4) -> Any:
@@ -42,6 +43,72 @@ def _round(v: Any, digits: int = 4) -> Any:
 
 
 @dataclasses.dataclass(frozen=True)
+class Verdict:
+    """A verdict and its margin: how far the measurement sits from the nearest other verdict, in
+    units of the tolerance (None where that has no meaning: a yes/no check, not-checkable)."""
+
+    status: str
+    margin: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+
+
+NOT_CHECKABLE = Verdict("not-checkable")
+
+
+def verdict(value: Any, reproduced: float | None = None, *, partly: float | None = None, better: str = "lower",
+            scale: float | None = None) -> Verdict:
+    """The one rule that turns a measurement into a verdict.
+
+    ``value`` is compared with two thresholds: ``reproduced`` (the tolerance) and, optionally, a
+    looser ``partly``. With ``better="lower"`` (an error, a violation), ``value <= reproduced`` is
+    reproduced, ``value <= partly`` partly, anything else (NaN included) not-reproduced;
+    ``better="higher"`` (a fraction, a score) mirrors it. A bool ``value`` is a yes/no check.
+
+    The margin is the distance from ``value`` to the nearest threshold, divided by ``scale``
+    (default: ``|reproduced|``, or 1 when that is 0): how far the measurement must move to change the
+    verdict, in units of the tolerance.
+
+    Examples
+    --------
+    >>> verdict(0.02, 0.1)            # an error of 0.02 against a tolerance of 0.1
+    Verdict(status='reproduced', margin=0.8)
+    >>> verdict(0.3, 0.1, partly=0.5)
+    Verdict(status='partly', margin=2.0)
+    >>> verdict(0.9, 1.0, partly=0.5, better="higher")  # 90 % of trials where all should be
+    Verdict(status='partly', margin=0.1)
+    >>> verdict(float("nan"), 0.1).status, verdict(True).status, verdict(False).status
+    ('not-reproduced', 'reproduced', 'not-reproduced')
+    """
+    if better not in ("lower", "higher"):
+        raise ValueError(f"better must be 'lower' or 'higher', got {better!r}")
+    if isinstance(value, bool) or (hasattr(value, "dtype") and str(getattr(value, "dtype", "")) == "bool"):
+        return Verdict("reproduced" if bool(value) else "not-reproduced")
+    if reproduced is None:
+        raise ValueError("verdict: a numeric value needs the threshold 'reproduced'")
+    v = float(value)
+    if not math.isfinite(v):
+        return Verdict("not-reproduced")
+    sign = 1.0 if better == "lower" else -1.0  # compare sign * value against sign * threshold, lower is better
+    thresholds = [reproduced] + ([partly] if partly is not None else [])
+    if partly is not None and sign * partly < sign * reproduced:
+        raise ValueError(f"verdict: partly={partly} must be looser than reproduced={reproduced} (better={better!r})")
+    if sign * v <= sign * reproduced:
+        status = "reproduced"
+    elif partly is not None and sign * v <= sign * partly:
+        status = "partly"
+    else:
+        status = "not-reproduced"
+    unit = scale if scale is not None else (abs(reproduced) or 1.0)
+    if unit <= 0:
+        raise ValueError(f"verdict: scale must be > 0, got {scale}")
+    margin = min(abs(v - t) for t in thresholds) / unit
+    return Verdict(status, float(f"{margin:.3g}"))
+
+
+@dataclasses.dataclass(frozen=True)
 class Claim:
     """One row of the ledger.
 
@@ -56,30 +123,47 @@ class Claim:
     statement : str
         The claim in one sentence.
     status : str
-        One of :data:`STATUSES`.
+        One of :data:`STATUSES`; give ``verdict=`` (from :func:`verdict`) instead to record the margin too.
     measured, expected, tolerance
         Numbers (or short strings) behind the verdict; floats are rounded to 4 significant figures.
     chapter : str
-        The chapter whose checks produced the row.
+        The chapter whose checks produced the row (filled in by the experiment registry).
+    profile : str
+        The profile of the result the verdict comes from (``fast``, ``full``, ``custom``; filled in
+        by the registry).
+    margin : float or None
+        Distance to the nearest other verdict in units of the tolerance (see :func:`verdict`).
+    uncertainty : number, str or None
+        The measurement's uncertainty where it has one (a standard error, a spread over seeds).
 
     Examples
     --------
-    >>> c = Claim("X-1", "A", "Prop. 3.1", "W2 stays below the bound", "reproduced", 0.1234567, "<= 1", 0.0, "intro")
-    >>> c.as_dict()["measured"]
-    0.1235
+    >>> c = Claim(id="X-1", paper="A", where="Prop. 3.1", statement="W2 stays below the bound",
+    ...           verdict=verdict(0.1234567, 1.0), measured=0.1234567, expected="<= 1", tolerance=1.0)
+    >>> c.status, c.margin, c.as_dict()["measured"]
+    ('reproduced', 0.877, 0.1235)
     """
 
     id: str
     paper: str
     where: str
     statement: str
-    status: str
-    measured: Any
-    expected: Any
-    tolerance: Any
-    chapter: str
+    status: str = ""
+    measured: Any = None
+    expected: Any = None
+    tolerance: Any = None
+    chapter: str = ""
+    profile: str = ""
+    margin: float | None = None
+    uncertainty: Any = None
+    verdict: dataclasses.InitVar[Verdict | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, verdict: Verdict | None) -> None:
+        if verdict is not None:
+            if self.status and self.status != verdict.status:
+                raise ValueError(f"claim {self.id}: status {self.status!r} contradicts verdict {verdict.status!r}")
+            object.__setattr__(self, "status", verdict.status)
+            object.__setattr__(self, "margin", verdict.margin)
         if self.paper not in PAPERS:
             raise ValueError(f"paper must be one of {PAPERS}, got {self.paper!r}")
         if self.status not in STATUSES:
@@ -89,7 +173,7 @@ class Claim:
 
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
-        for k in ("measured", "expected", "tolerance"):
+        for k in ("measured", "expected", "tolerance", "uncertainty", "margin"):
             d[k] = _round(d[k])
         return d
 
@@ -99,17 +183,22 @@ def _claims_dir(root: Path | None = None) -> Path:
 
 
 def format_claims(rows: Sequence[dict[str, Any]]) -> str:
-    """A plain-text table of ledger rows (id, status, measured, expected).
+    """A plain-text table of ledger rows: status, id, measured (± uncertainty), expected, tolerance,
+    and, where known, the margin to the next verdict and the profile the verdict comes from.
 
     Examples
     --------
-    >>> row = Claim("X-1", "A", "Prop. 3.1", "s", "reproduced", 0.5, "<= 1", 0, "intro").as_dict()
+    >>> row = Claim(id="X-1", paper="A", where="Prop. 3.1", statement="s", verdict=verdict(0.5, 1.0), measured=0.5,
+    ...             expected="<= 1", tolerance=1.0, uncertainty=0.05, profile="fast").as_dict()
     >>> print(format_claims([row]))
-    [    reproduced] X-1: measured 0.5 vs expected '<= 1' (tol 0)
+    [    reproduced] X-1: measured 0.5 ± 0.05 vs expected '<= 1' (tol 1.0; margin 0.5; fast)
     """
     lines = []
     for r in rows:
-        lines.append(f"[{r['status']:>14}] {r['id']}: measured {r['measured']!r} vs expected {r['expected']!r} (tol {r['tolerance']!r})")
+        unc = f" ± {r['uncertainty']!r}" if r.get("uncertainty") is not None else ""
+        extra = "".join(f"; {x}" for x in ((f"margin {r['margin']!r}" if r.get("margin") is not None else ""), r.get("profile") or "") if x)
+        lines.append(f"[{r['status']:>14}] {r['id']}: measured {r['measured']!r}{unc} vs expected {r['expected']!r} "
+                     f"(tol {r['tolerance']!r}{extra})")
     return "\n".join(lines)
 
 
@@ -123,14 +212,16 @@ def record(chapter: str, claims: Iterable[Claim], *, root: Path | None = None, e
     --------
     >>> import tempfile, pathlib
     >>> root = pathlib.Path(tempfile.mkdtemp())
-    >>> rows = record("intro", [Claim("X-1", "A", "Eq. 1", "s", "partly", 1 / 3, 0.3, 0.01, "intro")], root=root)
-    [        partly] X-1: measured 0.3333 vs expected 0.3 (tol 0.01)
+    >>> claim = Claim(id="X-1", paper="A", where="Eq. 1", statement="s", verdict=verdict(1 / 3 - 0.3, 0.01, partly=0.05),
+    ...               measured=1 / 3, expected=0.3, tolerance=0.01)
+    >>> rows = record("intro", [claim], root=root)
+    [        partly] X-1: measured 0.3333 vs expected 0.3 (tol 0.01; margin 1.67)
     >>> (root / "data" / "claims" / "intro.json").exists(), [r["id"] for r in load(root)]
     (True, ['X-1'])
     >>> len(assemble(root)), (root / "data" / "claims.json").exists()
     (1, True)
     """
-    rows = [c.as_dict() for c in claims]
+    rows = [(c if c.chapter else dataclasses.replace(c, chapter=chapter)).as_dict() for c in claims]
     ids = [r["id"] for r in rows]
     dup = {i for i in ids if ids.count(i) > 1}
     if dup:

@@ -5,7 +5,7 @@ import math
 import os
 from typing import Any, Mapping
 
-__all__ = ["fmt", "show", "current_profile", "PROFILES"]
+__all__ = ["fmt", "show", "below", "current_profile", "PROFILES"]
 
 PROFILES = ("fast", "full")
 
@@ -62,3 +62,15 @@ def show(values: Mapping[str, Any], sig: int = 3, title: str | None = None) -> N
             print(f"{k} = [" + ", ".join(fmt(x, sig) for x in v) + "]")
         else:
             print(f"{k} = {fmt(v, sig)}")
+
+
+def below(x: float, floor: float = 1e-10, sig: int = 3) -> str:
+    """``x`` rounded, or ``"< floor"`` when it is below ``floor``: rounding noise differs between
+    machines in its digits and even its decade, so only its being below the floor is printed.
+
+    Examples
+    --------
+    >>> below(3e-14), below(2.5e-6), below(0.0, 1e-12)
+    ('< 1e-10', '2.5e-06', '< 1e-12')
+    """
+    return f"< {floor:g}" if x < floor else fmt(x, sig)

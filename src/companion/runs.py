@@ -87,13 +87,45 @@ def save_figures(plot, result: Mapping[str, Any], path: Path) -> list[Path]:
 
 def _save_run(exp, profile: str, device: str, result: Mapping[str, Any], folder: Path, params: Mapping[str, Any],
               wall: float, figure: bool, **extra: Any) -> Path:
+    from .ledger import format_claims
+
+    claims = [c.as_dict() for c in exp.judge(result)]
     arrays, other = flatten_result(result)
     figures: list[str] = []
     if figure and exp.plot is not None:
         figures = [p.name for p in save_figures(exp.plot, result, folder / f"{profile}.png")]
     config = {"experiment": exp.name, "chapter": exp.chapter, "profile": profile, "device": device, "params": dict(params)}
-    return save_result(folder / f"{profile}.npz", arrays, config=config, seed=params.get("seed"),
-                       other=other, wall_time_s=round(wall, 3), figures=figures, **extra)
+    seed = (result.get("config") or {}).get("seed", params.get("seed"))
+    path = save_result(folder / f"{profile}.npz", arrays, config=config, seed=seed,
+                       other=other, wall_time_s=round(wall, 3), figures=figures, claims=claims, **extra)
+    if claims:
+        print(format_claims(claims))
+    return path
+
+
+def check_writable(folder: Path) -> Path:
+    """``folder`` (created if missing) when this process can write into it; else a ValueError naming it.
+
+    Called before an experiment runs, so a result is never computed only to be lost.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> check_writable(Path(tempfile.mkdtemp()) / "a" / "b").is_dir()
+    True
+    """
+    import os
+    import tempfile
+
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".write-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise ValueError(f"results folder {folder} is not writable ({e.strerror or e}); choose another with --out") from None
+    return folder
 
 
 def run_experiment(
@@ -140,9 +172,11 @@ def run_experiment(
     _check_profile(profile)
     device = resolve_device(device)
     params = dict(params or {})
-    folder = (Path(out) if out is not None else results_dir()) / name
+    if not exp.legacy:
+        exp.configure(profile, **params)  # unknown keys and wrong types refused before anything runs
+    folder = check_writable((Path(out) if out is not None else results_dir()) / name)
     t0 = time.perf_counter()
-    result = exp.func(profile=profile, device=device, **params)
+    result = exp.run(profile, device, **params)
     return _save_run(exp, profile, device, result, folder, params, time.perf_counter() - t0, figure)
 
 
@@ -206,14 +240,20 @@ def sweep_experiment(
         for reserved in ("profile", "device"):
             if reserved in p:
                 raise ValueError(f"grid points may not set {reserved!r}: it is the sweep's {reserved} argument")
-    folder = (Path(out) if out is not None else results_dir()) / name
-    target = exp.point if exp.point is not None else exp.func
+    folder = check_writable((Path(out) if out is not None else results_dir()) / name)
+    cfg = None if exp.legacy else exp.configure(profile)
+    if exp.point is not None and cfg is not None:
+        target = exp.point
+        task = functools.partial(exp.point, cfg, device=device)
+    else:
+        target = exp.point if exp.point is not None else exp.func
+        task = functools.partial(target, profile=profile, device=device)
     t0 = time.perf_counter()
-    results = run_sweep(functools.partial(target, profile=profile, device=device), grid, folder / f"sweep-{profile}",
-                        scheduler=scheduler, n_workers=n_workers, progress=progress)
+    results = run_sweep(task, grid, folder / f"sweep-{profile}", scheduler=scheduler, n_workers=n_workers, progress=progress)
     if exp.assemble is None:
         return folder / f"sweep-{profile}", None
-    result = exp.assemble([{k: v for k, v in r.items() if k != "_provenance"} for r in results])
+    points = [{k: v for k, v in r.items() if k != "_provenance"} for r in results]
+    result = exp.assemble(points) if cfg is None else exp.stamp(exp.assemble(points, cfg), cfg, profile)
     axes: dict[str, list[Any]] = {}
     for p in grid:
         for k, v in p.items():

@@ -1,17 +1,43 @@
-"""Experiments: one function per paper figure or theorem check, ``(profile, device) -> result dict``.
+"""Experiments, declared once: a config per profile, a body, a figure and the claims it checks.
 
-Chapters call them, and ``python -m companion run NAME`` reruns them. Register one with
-:func:`experiment`, its figure with :func:`plots` and, for the heavy ones, the function computing
-one point of its sweep with :func:`sweep_point` (``python -m companion sweep NAME`` maps it over a
-grid on Dask); modules listed in ``_MODULES`` are imported lazily by :func:`registry`.
+An experiment is registered with :func:`experiment` on its body ``run(cfg, generator, device) -> dict``:
+
+* ``config``: a frozen dataclass whose fields are the experiment's parameters (``seed`` among
+  them), and one instance per profile of :data:`companion.report.PROFILES` (``fast``: CI sizes;
+  ``full``: the paper's sizes);
+* the registry checks the profile once, applies overrides (keyword arguments, ``--param
+  key=value``) through :func:`dataclasses.replace` after checking each key and type, builds the CPU
+  generator from ``cfg.seed`` (a seed means one initial state on every device), resolves the device,
+  calls the body and returns its result with tensors moved to CPU numpy, plus ``experiment``,
+  ``profile`` and ``config`` (the config as a dict);
+* ``plot(result, ax=None)`` draws its figure (:func:`plots` stacks several);
+* ``claims(result, cfg) -> list[Claim]`` (:func:`claims_for`) turns the result into ledger rows,
+  each verdict decided by :func:`companion.ledger.verdict`; :func:`judge` applies it to any result
+  of a registered experiment (a fresh one, or one loaded from ``data/results``).
+
+The decorator returns ``run(profile="fast", device="cpu", **overrides) -> dict``, the function the
+chapters and ``python -m companion run NAME`` call. Heavy experiments may also declare one point of
+their sweep (:func:`sweep_point`) so that ``python -m companion sweep`` maps it over a grid on Dask.
+
+Names follow one style, ``<prefix>-<thing>``, the prefix naming the chapter
+(:data:`CHAPTER_PREFIXES`). Modules listed in ``_MODULES`` are imported lazily by :func:`registry`.
 """
 from __future__ import annotations
 
 import dataclasses
 import importlib
-from typing import Any, Callable
+import inspect
+import re
+import types
+import typing
+from typing import Any, Callable, Mapping
 
-__all__ = ["Experiment", "experiment", "plots", "sweep_point", "registry", "get"]
+from ..report import PROFILES
+
+__all__ = [
+    "Experiment", "experiment", "plots", "claims_for", "sweep_point", "registry", "get", "judge",
+    "CHAPTER_PREFIXES", "to_numpy",
+]
 
 # Modules holding registered experiments (imported on demand so `import companion` stays light).
 _MODULES: tuple[str, ...] = (
@@ -24,40 +50,313 @@ _MODULES: tuple[str, ...] = (
     "companion.experiments.llm_probes",
 )
 
+# Chapter slug -> the prefix of its experiments' names (`intro-clustering`, `metastable-lnN`, ...).
+CHAPTER_PREFIXES: dict[str, str] = {
+    "introduction": "intro",
+    "stability": "stability",
+    "phase_transitions": "phase",
+    "low_temperature": "lowtemp",
+    "spectral_selection": "spectral",
+    "metastable": "metastable",
+    "llm_probes": "llm",
+}
+
 _REGISTRY: dict[str, "Experiment"] = {}
+_THING = re.compile(r"[a-z0-9][a-zA-Z0-9]*(-[a-zA-Z0-9]+)*")
+
+
+def _check_name(name: str, chapter: str) -> None:
+    """``<prefix>-<thing>``; chapters outside the book (tests, doctests: a leading underscore) are free."""
+    if chapter.startswith("_"):
+        return
+    if chapter not in CHAPTER_PREFIXES:
+        raise ValueError(f"experiment {name!r}: unknown chapter {chapter!r}; chapters: {', '.join(CHAPTER_PREFIXES)}")
+    prefix = CHAPTER_PREFIXES[chapter] + "-"
+    if not (name.startswith(prefix) and _THING.fullmatch(name[len(prefix):])):
+        raise ValueError(f"experiment {name!r} of chapter {chapter!r} must be named '{prefix}<thing>' "
+                         "(<thing>: letters, digits and dashes, starting with a lower-case letter or digit)")
+
+
+def _type_name(hint: Any) -> str:
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+
+
+def _coerce(value: Any, hint: Any, key: str) -> Any:
+    """``value`` as the field type ``hint`` (ints accepted for floats, lists for tuples), else TypeError."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any or hint is object:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return _coerce(value, a, key)
+            except TypeError:
+                pass
+        raise TypeError(f"parameter {key!r} must be {_type_name(hint)}, got {type(value).__name__} {value!r}")
+    if origin is typing.Literal:
+        if value not in args:
+            raise TypeError(f"parameter {key!r} must be one of {args}, got {value!r}")
+        return value
+    if origin is tuple:
+        if not isinstance(value, (tuple, list)):
+            raise TypeError(f"parameter {key!r} must be a tuple ({_type_name(hint)}), got {type(value).__name__} {value!r}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_coerce(v, args[0], f"{key}[{i}]") for i, v in enumerate(value))
+        if args and len(args) != len(value):
+            raise TypeError(f"parameter {key!r} must have {len(args)} entries ({_type_name(hint)}), got {len(value)}")
+        return tuple(_coerce(v, a, f"{key}[{i}]") for i, (v, a) in enumerate(zip(value, args))) if args else tuple(value)
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"parameter {key!r} must be a number, got {type(value).__name__} {value!r}")
+        return float(value)
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"parameter {key!r} must be an integer, got {type(value).__name__} {value!r}")
+        return value
+    if isinstance(hint, type):
+        if hint is not bool and isinstance(value, bool):
+            raise TypeError(f"parameter {key!r} must be {hint.__name__}, got bool {value!r}")
+        if not isinstance(value, hint):
+            raise TypeError(f"parameter {key!r} must be {hint.__name__}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _fields(config: type) -> dict[str, Any]:
+    hints = typing.get_type_hints(config)
+    return {f.name: hints.get(f.name, Any) for f in dataclasses.fields(config)}
+
+
+def configure(config: type, base: Any, overrides: Mapping[str, Any], what: str) -> Any:
+    """``base`` with ``overrides`` applied after checking every key and value type.
+
+    Examples
+    --------
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class C:
+    ...     n: int = 4
+    ...     beta: float = 1.0
+    ...     seed: int = 0
+    >>> configure(C, C(), {"beta": 2}, "demo")
+    C(n=4, beta=2.0, seed=0)
+    >>> configure(C, C(), {"bad": 1}, "demo")
+    Traceback (most recent call last):
+    ...
+    ValueError: demo has no parameter 'bad'; its parameters: n, beta, seed
+    >>> configure(C, C(), {"n": "8"}, "demo")
+    Traceback (most recent call last):
+    ...
+    TypeError: demo: parameter 'n' must be an integer, got str '8'
+    """
+    fields = _fields(config)
+    unknown = [k for k in overrides if k not in fields]
+    if unknown:
+        raise ValueError(f"{what} has no parameter {unknown[0]!r}; its parameters: {', '.join(fields)}")
+    try:
+        checked = {k: _coerce(v, fields[k], k) for k, v in overrides.items()}
+    except TypeError as e:
+        raise TypeError(f"{what}: {e}") from None
+    return dataclasses.replace(base, **checked) if checked else base
+
+
+def to_numpy(x: Any) -> Any:
+    """Tensors (nested in dicts, lists and tuples) as CPU numpy arrays; everything else unchanged.
+
+    Examples
+    --------
+    >>> import torch
+    >>> r = to_numpy({"a": torch.ones(2), "b": [torch.zeros(1), 3], "c": "x"})
+    >>> type(r["a"]).__name__, type(r["b"][0]).__name__, r["b"][1], r["c"]
+    ('ndarray', 'ndarray', 3, 'x')
+    """
+    if hasattr(x, "detach") and hasattr(x, "cpu"):
+        return x.detach().cpu().numpy()
+    if isinstance(x, dict):
+        return {k: to_numpy(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)) and any(hasattr(v, "detach") or isinstance(v, (dict, list, tuple)) for v in x):
+        return type(x)(to_numpy(v) for v in x)
+    return x
 
 
 @dataclasses.dataclass(frozen=True)
 class Experiment:
-    """A registered experiment: ``func(profile="fast", device="cpu", **kw) -> dict``.
+    """A registered experiment (see the module docstring).
 
-    ``plot(result)`` draws its figures; ``point(profile, device, **point) -> dict`` computes one
-    point of the sweep the experiment is made of, ``assemble(points) -> dict`` turns the results
-    of a list of points into the experiment's result, and ``grid(profile) -> list of points`` is the
-    grid the experiment itself computes (all three None when it has no sweep).
+    ``config`` is the config dataclass and ``profiles`` its instance per profile; ``body(cfg,
+    generator, device)`` computes the result; ``plot(result)`` draws it; ``claims(result, cfg)``
+    judges it. For a sweep, ``point(cfg, device, **point) -> dict`` computes one grid point,
+    ``assemble(points, cfg) -> dict`` joins them into the result and ``grid(cfg)`` lists the
+    experiment's own points.
     """
 
     name: str
     chapter: str
-    func: Callable[..., dict[str, Any]]
+    config: type
+    profiles: Mapping[str, Any]
+    body: Callable[..., dict[str, Any]]
     description: str
     plot: Callable[..., Any] | None = None
+    claims: Callable[..., list] | None = None
     point: Callable[..., dict[str, Any]] | None = None
-    assemble: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None
-    grid: Callable[[str], list[dict[str, Any]]] | None = None
+    assemble: Callable[..., dict[str, Any]] | None = None
+    grid: Callable[..., list[dict[str, Any]]] | None = None
+    runner: Callable[..., dict[str, Any]] | None = None
+    legacy: bool = False  # TRANSITION: ``body(profile, device, **kw)`` not yet declared; removed when all are
+
+    @property
+    def func(self) -> Callable[..., dict[str, Any]]:
+        """``(profile="fast", device="cpu", **overrides) -> dict``: the experiment as one function."""
+        return self.body if self.legacy else self.runner
+
+    def configure(self, profile: str = "fast", **overrides: Any) -> Any:
+        """The config of ``profile`` with ``overrides`` applied (unknown keys and wrong types refused)."""
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+        return configure(self.config, self.profiles[profile], overrides, f"experiment {self.name!r}")
+
+    def parameters(self) -> dict[str, dict[str, Any]]:
+        """Every parameter with its value in each profile: ``{name: {profile: value}}``."""
+        return {f.name: {p: getattr(self.profiles[p], f.name) for p in PROFILES} for f in dataclasses.fields(self.config)}
+
+    def run(self, profile: str = "fast", device: Any = "cpu", **overrides: Any) -> dict[str, Any]:
+        """The result in ``profile`` on ``device``: CPU numpy arrays, with ``experiment``, ``profile``
+        (``"custom"`` when the overrides changed the profile's config) and ``config``."""
+        import torch
+
+        from ..gpu import resolve_device
+
+        if self.legacy:
+            if profile not in PROFILES:
+                raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+            return self.body(profile=profile, device=device, **overrides)
+        cfg = self.configure(profile, **overrides)
+        device = resolve_device(device)
+        generator = torch.Generator().manual_seed(cfg.seed)
+        return self.stamp(self.body(cfg, generator, device), cfg, profile)
+
+    def stamp(self, result: Any, cfg: Any, profile: str) -> dict[str, Any]:
+        """``result`` with tensors as CPU numpy and ``experiment``, ``profile`` and ``config`` added."""
+        result = to_numpy(result)
+        if not isinstance(result, dict):
+            raise TypeError(f"experiment {self.name!r}: its body must return a dict, got {type(result).__name__}")
+        result["experiment"] = self.name
+        result["profile"] = profile if cfg == self.profiles[profile] else "custom"
+        result["config"] = dataclasses.asdict(cfg)
+        return result
+
+    def config_of(self, result: Mapping[str, Any]) -> Any:
+        """The config a result of this experiment was computed with (from ``result["config"]``)."""
+        stored = dict(result.get("config") or {})
+        known = {f.name for f in dataclasses.fields(self.config)}
+        return configure(self.config, self.profiles["fast"], {k: _plain(v) for k, v in stored.items() if k in known},
+                         f"experiment {self.name!r} (stored config)")
+
+    def judge(self, result: Mapping[str, Any]) -> list:
+        """The ledger rows of ``result`` (chapter and profile filled in); [] without a claims function."""
+        if self.claims is None or self.legacy:
+            return []
+        rows = self.claims(result, self.config_of(result))
+        profile = str(result.get("profile", "?"))
+        return [dataclasses.replace(c, chapter=self.chapter, profile=profile) for c in rows]
 
 
-def experiment(name: str, chapter: str, plot: Callable[..., Any] | None = None) -> Callable:
-    """Decorator registering ``func`` under ``name`` (unique) for the CLI and the status page."""
+def _plain(v: Any) -> Any:
+    """Values read back from storage (numpy scalars and arrays) as Python scalars and lists."""
+    if hasattr(v, "tolist"):
+        return v.tolist()
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v
 
-    def deco(func: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
-        if name in _REGISTRY and _REGISTRY[name].func.__qualname__ != func.__qualname__:
+
+def _runner(exp_name: str, body: Callable[..., Any]) -> Callable[..., dict[str, Any]]:
+    """The public function of a registered experiment: ``(profile="fast", device="cpu", **overrides)``."""
+
+    def run(profile: str = "fast", device: Any = "cpu", **overrides: Any) -> dict[str, Any]:
+        return _REGISTRY[exp_name].run(profile, device, **overrides)
+
+    run.__name__, run.__qualname__, run.__module__ = body.__name__, body.__qualname__, body.__module__
+    run.__doc__ = body.__doc__
+    run.__signature__ = inspect.Signature([
+        inspect.Parameter("profile", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="fast", annotation=str),
+        inspect.Parameter("device", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="cpu", annotation=str),
+        inspect.Parameter("overrides", inspect.Parameter.VAR_KEYWORD, annotation=Any),
+    ], return_annotation=dict)
+    run.body = body  # the undecorated body, for tests
+    run.experiment_name = exp_name
+    return run
+
+
+def experiment(name: str, chapter: str, profiles: Mapping[str, Any] | None = None, plot: Callable[..., Any] | None = None,
+               claims: Callable[..., list] | None = None) -> Callable:
+    """Decorator registering ``body(cfg, generator, device) -> dict`` as the experiment ``name``.
+
+    ``profiles`` maps every profile of :data:`companion.report.PROFILES` to a config (instances of
+    one frozen dataclass with a ``seed`` field). Returns the experiment's public function
+    ``run(profile="fast", device="cpu", **overrides) -> dict``.
+
+    Examples
+    --------
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class SquareConfig:
+    ...     x: float = 3.0
+    ...     seed: int = 0
+    >>> @experiment("_doc-square", chapter="_doc", profiles={"fast": SquareConfig(), "full": SquareConfig(x=30.0)})
+    ... def square(cfg, generator, device):
+    ...     "x squared."
+    ...     return {"y": cfg.x ** 2}
+    >>> square()["y"], square("full")["y"], square(x=2)["y"], square(x=2)["profile"]
+    (9.0, 900.0, 4.0, 'custom')
+    >>> square(y=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: experiment '_doc-square' has no parameter 'y'; its parameters: x, seed
+    >>> get("_doc-square").parameters()
+    {'x': {'fast': 3.0, 'full': 30.0}, 'seed': {'fast': 0, 'full': 0}}
+    >>> del _REGISTRY["_doc-square"]
+    """
+    if profiles is None:  # TRANSITION: an experiment not yet declared, ``func(profile, device, **kw)``
+        def legacy(func: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+            if name in _REGISTRY and _REGISTRY[name].body.__qualname__ != func.__qualname__:
+                raise ValueError(f"experiment name {name!r} is already registered")
+            doc = (func.__doc__ or "").strip().splitlines()
+            _REGISTRY[name] = Experiment(name, chapter, type(None), {}, func, doc[0] if doc else "", plot, legacy=True)
+            return func
+
+        return legacy
+    _check_name(name, chapter)
+    if set(profiles) != set(PROFILES):
+        raise ValueError(f"experiment {name!r}: profiles must be given for exactly {PROFILES}, got {tuple(profiles)}")
+    configs = list(profiles.values())
+    config = type(configs[0])
+    if not (dataclasses.is_dataclass(config) and config.__dataclass_params__.frozen):
+        raise TypeError(f"experiment {name!r}: a profile's config must be a frozen dataclass instance, got {config.__name__}")
+    if any(type(c) is not config for c in configs):
+        raise TypeError(f"experiment {name!r}: every profile's config must be a {config.__name__}")
+    fields = _fields(config)
+    if "seed" not in fields:
+        raise TypeError(f"experiment {name!r}: {config.__name__} needs a 'seed' field (the registry seeds the generator from it)")
+    for p, c in profiles.items():  # the declared values pass the same checks as overrides
+        configure(config, c, dataclasses.asdict(c), f"experiment {name!r}, profile {p!r}")
+
+    def deco(body: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+        if name in _REGISTRY and _REGISTRY[name].body.__qualname__ != body.__qualname__:
             raise ValueError(f"experiment name {name!r} is already registered")
-        doc = (func.__doc__ or "").strip().splitlines()
-        _REGISTRY[name] = Experiment(name, chapter, func, doc[0] if doc else "", plot)
-        return func
+        doc = (body.__doc__ or "").strip().splitlines()
+        run = _runner(name, body)
+        _REGISTRY[name] = Experiment(name, chapter, config, dict(profiles), body, doc[0] if doc else "", plot, claims, runner=run)
+        return run
 
     return deco
+
+
+def _registered(name: str, what: str) -> Experiment:
+    if name not in _REGISTRY:
+        raise ValueError(f"{what}({name!r}): no experiment of that name is registered yet (register it first)")
+    return _REGISTRY[name]
 
 
 def _chain(first: Callable[..., Any], then: Callable[..., Any]) -> Callable[..., Any]:
@@ -77,55 +376,94 @@ def plots(name: str) -> Callable:
 
     Examples
     --------
-    >>> @experiment("_doc-square", chapter="_doc")
-    ... def square(profile="fast", device="cpu", x=3.0):
-    ...     "x squared."
-    ...     return {"y": x * x}
-    >>> @plots("_doc-square")
-    ... def plot_square(result, ax=None):
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class Cfg:
+    ...     seed: int = 0
+    >>> @experiment("_doc-nothing", chapter="_doc", profiles={"fast": Cfg(), "full": Cfg()})
+    ... def nothing(cfg, generator, device):
+    ...     "Nothing."
+    ...     return {}
+    >>> @plots("_doc-nothing")
+    ... def plot_nothing(result, ax=None):
     ...     pass
-    >>> get("_doc-square").plot is plot_square
+    >>> get("_doc-nothing").plot is plot_nothing
     True
-    >>> del _REGISTRY["_doc-square"]
+    >>> del _REGISTRY["_doc-nothing"]
     """
 
     def deco(plot: Callable[..., Any]) -> Callable[..., Any]:
-        if name not in _REGISTRY:
-            raise ValueError(f"plots({name!r}): no experiment of that name is registered yet (register it first)")
-        exp = _REGISTRY[name]
+        exp = _registered(name, "plots")
         _REGISTRY[name] = dataclasses.replace(exp, plot=plot if exp.plot is None else _chain(exp.plot, plot))
         return plot
 
     return deco
 
 
-def sweep_point(name: str, assemble: Callable[[list[dict[str, Any]]], dict[str, Any]],
-                grid: Callable[[str], list[dict[str, Any]]]) -> Callable:
-    """Decorator registering ``point(profile="fast", device="cpu", **params) -> dict`` as the
-    computation of one grid point of the registered experiment ``name``, ``assemble`` as the
-    function that turns a list of point results back into the experiment's result, and
-    ``grid(profile)`` as the experiment's own list of points in that profile.
-
-    The experiment itself should be ``assemble([point(profile, device, **p) for p in grid(profile)])``,
-    so that ``python -m companion sweep NAME --profile full`` (one point per Dask task,
-    :func:`companion.sweep.run_sweep`) computes the same numbers as ``run NAME --profile full``,
-    only distributed; ``--grid`` axes sweep other points.
+def claims_for(name: str) -> Callable:
+    """Decorator registering ``claims(result, cfg) -> list[ledger.Claim]`` for the experiment ``name``.
 
     Examples
     --------
-    >>> def xs(profile):
-    ...     return [{"x": x} for x in range(4 if profile == "fast" else 100)]
-    >>> @experiment("_doc-sum", chapter="_doc")
-    ... def total(profile="fast", device="cpu"):
-    ...     "Sum of the squares of the grid's x."
-    ...     return add_up([square(profile, device, **p) for p in xs(profile)])
-    >>> def add_up(points):
+    >>> from companion import ledger
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class Cfg:
+    ...     x: float = 0.5
+    ...     seed: int = 0
+    >>> @experiment("_doc-half", chapter="_doc", profiles={"fast": Cfg(), "full": Cfg()})
+    ... def half(cfg, generator, device):
+    ...     "x, measured."
+    ...     return {"x": cfg.x}
+    >>> @claims_for("_doc-half")
+    ... def half_claims(result, cfg):
+    ...     err = abs(result["x"] - 0.5)
+    ...     return [ledger.Claim(id="X-half", paper="A", where="Eq. 1", statement="x = 1/2",
+    ...                          verdict=ledger.verdict(err, reproduced=0.01), measured=result["x"], expected=0.5, tolerance=0.01)]
+    >>> [(c.status, c.chapter, c.profile) for c in judge(half())]
+    [('reproduced', '_doc', 'fast')]
+    >>> [c.status for c in judge(half(x=0.7))]  # the same check fails on a wrong measurement
+    ['not-reproduced']
+    >>> del _REGISTRY["_doc-half"]
+    """
+
+    def deco(fn: Callable[..., list]) -> Callable[..., list]:
+        exp = _registered(name, "claims_for")
+        if exp.claims is not None and exp.claims.__qualname__ != fn.__qualname__:
+            raise ValueError(f"claims_for({name!r}): the experiment already has a claims function ({exp.claims.__qualname__})")
+        _REGISTRY[name] = dataclasses.replace(exp, claims=fn)
+        return fn
+
+    return deco
+
+
+def sweep_point(name: str, assemble: Callable[..., dict[str, Any]], grid: Callable[..., list[dict[str, Any]]]) -> Callable:
+    """Decorator registering ``point(cfg, device, **params) -> dict`` as one grid point of ``name``.
+
+    ``grid(cfg)`` is the experiment's own list of points (dicts of ``params``) and
+    ``assemble(points, cfg)`` joins the point results into the experiment's result; the body should be
+    ``assemble([point(cfg, device, **p) for p in grid(cfg)], cfg)``, so that ``python -m companion
+    sweep NAME`` (one point per Dask task, :func:`companion.sweep.run_sweep`) computes the same
+    numbers as ``run NAME``, only distributed; ``--grid`` axes sweep other points.
+
+    Examples
+    --------
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class SumConfig:
+    ...     xs: tuple[int, ...] = (0, 1, 2, 3)
+    ...     seed: int = 0
+    >>> def xs(cfg):
+    ...     return [{"x": x} for x in cfg.xs]
+    >>> def add_up(points, cfg):
     ...     return {"sum": sum(p["y"] for p in points)}
+    >>> @experiment("_doc-sum", chapter="_doc", profiles={"fast": SumConfig(), "full": SumConfig(xs=tuple(range(100)))})
+    ... def total(cfg, generator, device):
+    ...     "Sum of the squares of the grid's x."
+    ...     return add_up([square(cfg, device, **p) for p in xs(cfg)], cfg)
     >>> @sweep_point("_doc-sum", assemble=add_up, grid=xs)
-    ... def square(profile="fast", device="cpu", *, x):
+    ... def square(cfg, device="cpu", *, x):
     ...     return {"y": x * x}
     >>> exp = get("_doc-sum")
-    >>> exp.func()["sum"], exp.assemble([exp.point(**p) for p in exp.grid("fast")])
+    >>> cfg = exp.configure("fast")
+    >>> total()["sum"], exp.assemble([exp.point(cfg, **p) for p in exp.grid(cfg)], cfg)
     (14, {'sum': 14})
     >>> del _REGISTRY["_doc-sum"]
     """
@@ -134,9 +472,8 @@ def sweep_point(name: str, assemble: Callable[[list[dict[str, Any]]], dict[str, 
             raise TypeError(f"sweep_point({name!r}): {what} must be callable, got {type(f).__name__}")
 
     def deco(point: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
-        if name not in _REGISTRY:
-            raise ValueError(f"sweep_point({name!r}): no experiment of that name is registered yet (register it first)")
-        _REGISTRY[name] = dataclasses.replace(_REGISTRY[name], point=point, assemble=assemble, grid=grid)
+        exp = _registered(name, "sweep_point")
+        _REGISTRY[name] = dataclasses.replace(exp, point=point, assemble=assemble, grid=grid)
         return point
 
     return deco
@@ -159,3 +496,11 @@ def get(name: str) -> Experiment:
     if name not in reg:
         raise ValueError(f"unknown experiment {name!r}; known: {', '.join(reg) or '(none)'}")
     return reg[name]
+
+
+def judge(result: Mapping[str, Any]) -> list:
+    """The ledger rows of a result of a registered experiment (it names its experiment; example:
+    :func:`claims_for`)."""
+    if "experiment" not in result:
+        raise ValueError("judge(result): the result names no experiment (results of Experiment.run carry 'experiment')")
+    return get(str(result["experiment"])).judge(result)

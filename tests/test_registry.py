@@ -1,0 +1,135 @@
+"""The declared-experiment registry: profiles, overrides, generator, device, numpy results, claims."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from companion import experiments, ledger
+from companion.experiments import CHAPTER_PREFIXES, claims_for, experiment, get, judge
+
+
+@dataclasses.dataclass(frozen=True)
+class DrawConfig:
+    n: int = 3
+    scale: float = 1.0
+    shape: tuple[int, ...] = (2,)
+    label: str | None = None
+    seed: int = 0
+
+
+NAME = "_test-registry-draw"
+
+
+@pytest.fixture
+def draw():
+    @experiment(NAME, chapter="_test", profiles={"fast": DrawConfig(), "full": DrawConfig(n=5)})
+    def draw_body(cfg, generator, device):
+        """Draws cfg.n normals on the CPU generator."""
+        x = torch.randn(cfg.n, generator=generator, dtype=torch.float64) * cfg.scale
+        return {"x": x.to(device), "nested": {"y": [x[:1]]}, "device": str(device)}
+
+    @claims_for(NAME)
+    def draw_claims(result, cfg):
+        err = abs(float(np.mean(result["x"])))  # |mean| of n normals: small for large n only
+        return [ledger.Claim(id="X-draw", paper="A", where="-", statement="mean near 0",
+                             verdict=ledger.verdict(err, 3.0 / cfg.n ** 0.5), measured=err, expected=0.0, tolerance=3.0 / cfg.n ** 0.5)]
+
+    yield draw_body
+    experiments._REGISTRY.pop(NAME, None)
+
+
+def test_profiles_overrides_and_numpy(draw):
+    fast, full = draw(), draw("full")
+    assert fast["x"].shape == (3,) and full["x"].shape == (5,)
+    assert isinstance(fast["x"], np.ndarray) and isinstance(fast["nested"]["y"][0], np.ndarray)
+    # The generator is the CPU one seeded from cfg.seed: the same numbers as drawn here by hand.
+    expected = torch.randn(3, generator=torch.Generator().manual_seed(0), dtype=torch.float64).numpy()
+    np.testing.assert_array_equal(fast["x"], expected)
+    assert not np.array_equal(draw(seed=1)["x"], expected)
+    assert (fast["experiment"], fast["profile"], fast["config"]["n"]) == (NAME, "fast", 3)
+    assert draw(seed=0)["profile"] == "fast"  # an override equal to the profile's value keeps its name
+    assert draw(n=4)["profile"] == "custom"
+    assert draw(shape=[1, 2])["config"]["shape"] == (1, 2)  # lists accepted for tuples
+    assert draw(scale=2)["config"]["scale"] == 2.0 and isinstance(draw(scale=2)["config"]["scale"], float)
+
+
+@pytest.mark.parametrize("kw, err, words", [
+    ({"bad": 1}, ValueError, ["no parameter 'bad'", "n, scale, shape, label, seed"]),
+    ({"n": "3"}, TypeError, ["'n'", "integer"]),
+    ({"n": 2.5}, TypeError, ["'n'", "integer"]),
+    ({"n": True}, TypeError, ["'n'"]),
+    ({"scale": "x"}, TypeError, ["'scale'", "number"]),
+    ({"shape": 3}, TypeError, ["'shape'", "tuple"]),
+    ({"label": 3}, TypeError, ["'label'"]),
+])
+def test_bad_overrides_are_refused(draw, kw, err, words):
+    with pytest.raises(err) as e:
+        draw(**kw)
+    assert all(w in str(e.value) for w in words), str(e.value)
+
+
+def test_bad_profile_and_device(draw):
+    with pytest.raises(ValueError, match="profile must be one of"):
+        draw("huge")
+    with pytest.raises(ValueError, match="device"):
+        draw(device="tpu")
+
+
+def test_claims_can_fail(draw):
+    assert [c.status for c in judge(draw(n=400))] == ["reproduced"]
+    shifted = dict(draw(n=400))
+    shifted["x"] = shifted["x"] + 1.0  # a mean of 1 is 20 standard errors away
+    assert [c.status for c in judge(shifted)] == ["not-reproduced"]
+    c = judge(draw(n=400))[0]
+    assert (c.chapter, c.profile) == ("_test", "custom") and c.margin is not None
+
+
+def test_registration_is_checked():
+    with pytest.raises(ValueError, match="profiles must be given"):
+        experiment("_test-x", chapter="_test", profiles={"fast": DrawConfig()})
+    with pytest.raises(TypeError, match="frozen dataclass"):
+        experiment("_test-x", chapter="_test", profiles={"fast": {"n": 1}, "full": {"n": 1}})
+
+    @dataclasses.dataclass(frozen=True)
+    class NoSeed:
+        n: int = 1
+
+    with pytest.raises(TypeError, match="'seed' field"):
+        experiment("_test-x", chapter="_test", profiles={"fast": NoSeed(), "full": NoSeed()})
+    with pytest.raises(ValueError, match="must be named 'intro-<thing>'"):
+        experiment("introduction_bad", chapter="introduction", profiles={"fast": DrawConfig(), "full": DrawConfig()})
+    with pytest.raises(TypeError, match="'n' must be an integer"):
+        experiment("_test-x", chapter="_test", profiles={"fast": DrawConfig(n="1"), "full": DrawConfig()})
+
+
+def test_every_experiment_is_declared_and_named_by_its_chapter():
+    reg = experiments.registry()
+    for name, exp in reg.items():
+        assert not exp.legacy, f"{name} is not declared (config per profile) yet"
+        assert name.startswith(CHAPTER_PREFIXES[exp.chapter] + "-"), name
+        for p in ("fast", "full"):
+            assert dataclasses.is_dataclass(exp.profiles[p]) and exp.profiles[p].seed is not None
+
+
+def test_judge_needs_a_named_result():
+    with pytest.raises(ValueError, match="names no experiment"):
+        judge({"x": 1})
+    with pytest.raises(ValueError, match="unknown experiment"):
+        judge({"experiment": "nope"})
+
+
+def test_verdict_rule():
+    v = ledger.verdict
+    assert v(0.1, 0.1).status == "reproduced" and v(0.1000001, 0.1).status == "not-reproduced"
+    assert v(0.2, 0.1, partly=0.3) == ledger.Verdict("partly", 1.0)
+    assert v(0.5, 1.0, partly=0.25, better="higher").status == "partly"
+    assert v(0.2, 1.0, partly=0.25, better="higher").status == "not-reproduced"
+    with pytest.raises(ValueError, match="looser"):
+        v(0.1, 0.2, partly=0.1)
+    with pytest.raises(ValueError, match="status"):
+        ledger.Claim(id="x", paper="A", where="w", statement="s", status="ok")
+    with pytest.raises(ValueError, match="contradicts"):
+        ledger.Claim(id="x", paper="A", where="w", statement="s", status="reproduced", verdict=v(1.0, 0.1))
