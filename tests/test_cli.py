@@ -1,6 +1,7 @@
 """The command line: run / sweep / list on a tiny experiment registered here, --help, bad input."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -9,25 +10,39 @@ import sys
 import numpy as np
 import pytest
 
-from companion import experiments
+from companion import experiments, ledger
 from companion.__main__ import main, parse_axis
 from companion.runs import chapter_times, figure_sources, load_run
 
 NAME = "_test-cli-decay"
 
 
-def decay(profile: str = "fast", device: str = "cpu", *, rate: float = 0.5, seed: int = 0) -> dict:
+@dataclasses.dataclass(frozen=True)
+class DecayConfig:
+    steps: int = 20
+    rate: float = 0.5
+    seed: int = 0
+
+
+def decay(cfg: DecayConfig, generator, device) -> dict:
     """Exponential decay x' = -rate x by explicit Euler (test experiment)."""
     import torch
 
-    n = {"fast": 20, "full": 40}[profile]
-    h = 1.0 / n
+    h = 1.0 / cfg.steps
     x = torch.ones((), dtype=torch.float64, device=device)
     xs = [x]
-    for _ in range(n):
-        x = x - h * rate * x
+    for _ in range(cfg.steps):
+        x = x - h * cfg.rate * x
         xs.append(x)
-    return {"xs": torch.stack(xs), "final": float(x), "meta": {"steps": n, "profile": profile}}
+    return {"xs": torch.stack(xs), "final": float(x), "meta": {"steps": cfg.steps}}
+
+
+def decay_claims(result, cfg):
+    """x(1) = e^{-rate} up to Euler's O(h) error: rate h / 2 relative, so 1 % at these steps."""
+    rates = np.atleast_1d(result.get("rates", cfg.rate))  # an assembled sweep holds several rates
+    err = float(np.max(np.abs(np.atleast_1d(result["final"]) / np.exp(-rates) - 1)))
+    return [ledger.Claim(id="X-decay", paper="A", where="-", statement="Euler follows e^{-rate t}",
+                         verdict=ledger.verdict(err, 0.1), measured=err, expected=0.0, tolerance=0.1)]
 
 
 def plot_decay(result, ax=None):
@@ -37,9 +52,12 @@ def plot_decay(result, ax=None):
     ax.plot(result["xs"])
 
 
+PROFILES = {"fast": DecayConfig(), "full": DecayConfig(steps=40)}
+
+
 @pytest.fixture
 def registered():
-    experiments.experiment(NAME, chapter="_test", plot=plot_decay)(decay)
+    experiments.experiment(NAME, chapter="_test", profiles=PROFILES, plot=plot_decay, claims=decay_claims)(decay)
     yield NAME
     experiments._REGISTRY.pop(NAME, None)
 
@@ -53,9 +71,11 @@ def test_run_writes_result_figure_provenance(registered, tmp_path):
     # Euler on x' = -2x, h = 1/20: x_N = (1 - 2/20)^20, independent of the code above.
     assert result["final"] == pytest.approx(0.9**20, rel=1e-12)
     np.testing.assert_allclose(result["xs"], 0.9 ** np.arange(21), rtol=1e-12)
-    assert result["meta"] == {"steps": 20, "profile": "fast"}
+    assert result["meta"] == {"steps": 20} and result["profile"] == "custom" and result["config"]["rate"] == 2.0
     assert meta["config"] == {"experiment": NAME, "chapter": "_test", "profile": "fast", "device": "cpu", "params": {"rate": 2}}
     assert meta["figures"] == ["fast.png"] and meta["wall_time_s"] >= 0
+    # The verdicts are stored beside the result: (1 - 2/20)^20 = 0.1216 against e^-2 = 0.1353, 10.2 % off.
+    assert [(c["id"], c["status"], c["profile"]) for c in meta["claims"]] == [("X-decay", "not-reproduced", "custom")]
     assert {"versions", "commit", "machine", "created"} <= set(meta)
 
 
@@ -91,12 +111,12 @@ def test_sweep_command(registered, tmp_path, capsys):
     assert "4 points" in capsys.readouterr().out
 
 
-def decay_point(profile: str = "fast", device: str = "cpu", *, rate: float, seed: int = 0) -> dict:
+def decay_point(cfg: DecayConfig, device: str = "cpu", *, rate: float, seed: int = 0) -> dict:
     """One point of a decay sweep: the final value of the Euler run at one rate."""
-    return {"rate": rate, "final": decay(profile, device, rate=rate, seed=seed)["final"]}
+    return {"rate": rate, "final": decay(dataclasses.replace(cfg, rate=rate, seed=seed), None, device)["final"]}
 
 
-def decay_assemble(points: list[dict]) -> dict:
+def decay_assemble(points: list[dict], cfg: DecayConfig) -> dict:
     rates = sorted({float(p["rate"]) for p in points})
     final = np.array([next(p["final"] for p in points if p["rate"] == r) for r in rates])
     return {"rates": np.array(rates), "final": final, "xs": final}  # xs: what plot_decay draws
@@ -104,7 +124,7 @@ def decay_assemble(points: list[dict]) -> dict:
 
 @pytest.fixture
 def sweepable(registered):
-    experiments.sweep_point(NAME, assemble=decay_assemble, grid=lambda profile: [{"rate": 0.5}, {"rate": 4.0}])(decay_point)
+    experiments.sweep_point(NAME, assemble=decay_assemble, grid=lambda cfg: [{"rate": 0.5}, {"rate": 4.0}])(decay_point)
     yield NAME
 
 
@@ -151,6 +171,9 @@ def test_sweep_grid_checked_against_the_point_function(sweepable, tmp_path, grid
         (["run", NAME, "--device", "tpu"], "device must be"),
         (["run"], "at least one EXPERIMENT"),
         (["sweep", NAME, "--grid", "profile=fast"], "use --profile"),
+        (["run", NAME, "--param", "bad=1"], "has no parameter 'bad'; its parameters: steps, rate, seed"),
+        (["run", NAME, "--param", "steps=2.5"], "parameter 'steps' must be an integer"),
+        (["sweep", NAME, "--grid", "bad=1,2"], "has no parameter 'bad'"),
         (["sweep", NAME], "--grid is required: _test-cli-decay has no sweep point"),
     ],
 )
@@ -206,7 +229,7 @@ def test_run_reports_time_and_figures(registered, tmp_path, capsys):
     from companion.experiments import _REGISTRY
 
     bare = "_test-cli-bare"
-    experiments.experiment(bare, chapter="_test")(decay)
+    experiments.experiment(bare, chapter="_test", profiles=PROFILES)(decay)
     try:
         assert main(["run", NAME, bare, "--out", str(tmp_path)]) == 0
     finally:
@@ -215,6 +238,13 @@ def test_run_reports_time_and_figures(registered, tmp_path, capsys):
     assert f"{NAME}: " in out and "(+ .json, 1 figure)" in out
     assert f"{bare}: " in out and "no figure (no plot function)" in out
     assert "2 experiments in " in out and "slowest: " in out
+    assert "[not-reproduced] X-decay" not in out and "[    reproduced] X-decay: measured" in out  # fast: 1.3 % off
+
+
+def test_list_shows_parameters_per_profile(registered, capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert f"{NAME}\t_test\t" in out and "    steps = 20  (full: 40)" in out and "    rate = 0.5\n" in out
 
 
 def test_chapter_times_from_notebook_metadata(tmp_path):

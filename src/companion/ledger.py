@@ -105,7 +105,7 @@ def verdict(value: Any, reproduced: float | None = None, *, partly: float | None
     if unit <= 0:
         raise ValueError(f"verdict: scale must be > 0, got {scale}")
     margin = min(abs(v - t) for t in thresholds) / unit
-    return Verdict(status, float(f"{margin:.3g}"))
+    return Verdict(status, float(f"{margin:.2g}"))  # two digits: a margin is read, not compared
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,7 +141,7 @@ class Claim:
     >>> c = Claim(id="X-1", paper="A", where="Prop. 3.1", statement="W2 stays below the bound",
     ...           verdict=verdict(0.1234567, 1.0), measured=0.1234567, expected="<= 1", tolerance=1.0)
     >>> c.status, c.margin, c.as_dict()["measured"]
-    ('reproduced', 0.877, 0.1235)
+    ('reproduced', 0.88, 0.1235)
     """
 
     id: str
@@ -215,7 +215,7 @@ def record(chapter: str, claims: Iterable[Claim], *, root: Path | None = None, e
     >>> claim = Claim(id="X-1", paper="A", where="Eq. 1", statement="s", verdict=verdict(1 / 3 - 0.3, 0.01, partly=0.05),
     ...               measured=1 / 3, expected=0.3, tolerance=0.01)
     >>> rows = record("intro", [claim], root=root)
-    [        partly] X-1: measured 0.3333 vs expected 0.3 (tol 0.01; margin 1.67)
+    [        partly] X-1: measured 0.3333 vs expected 0.3 (tol 0.01; margin 1.7)
     >>> (root / "data" / "claims" / "intro.json").exists(), [r["id"] for r in load(root)]
     (True, ['X-1'])
     >>> len(assemble(root)), (root / "data" / "claims.json").exists()
