@@ -176,6 +176,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from .experiments import get, registry
+    from .ledger import format_claims
     from .runs import run_experiment
 
     from .gpu import resolve_device
@@ -205,7 +206,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             tqdm.write(f"FAILED {n} after {time.perf_counter() - t0:.1f} s: {type(e).__name__}: {e}")
             continue
         times[n] = time.perf_counter() - t0
-        figures = json.loads(path.with_suffix(".json").read_text()).get("figures") or []
+        meta = json.loads(path.with_suffix(".json").read_text())
+        figures = meta.get("figures") or []
+        if meta.get("claims"):
+            tqdm.write(format_claims(meta["claims"]))
         drawn = "" if args.no_figure else (f", {len(figures)} figure{'s' if len(figures) > 1 else ''}" if figures else ", no figure (no plot function)")
         tqdm.write(f"{n}: {times[n]:.1f} s, wrote {path} (+ .json{drawn})")
     if len(names) > 1:

@@ -1,19 +1,25 @@
-"""Atomic writes and provenance: every result under data/ sits beside a JSON that says how it was made."""
+"""Atomic writes and provenance: every result under data/ sits beside a JSON that says how it was
+made and records the SHA-256 of its files, so that a result is loaded only as the unit it was saved."""
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import importlib.metadata as _md
+import io
 import json
 import os
 import platform
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["repo_root", "atomic_write_text", "atomic_write_bytes", "provenance", "save_result", "load_result"]
+__all__ = [
+    "repo_root", "atomic_write_text", "atomic_write_bytes", "provenance", "sha256_file", "ResultError",
+    "save_result", "verify_result", "load_result", "seal_result",
+]
 
 _PACKAGES = ("companion", "torch", "numpy", "scipy", "pot", "transformers", "peft", "matplotlib")
 
@@ -161,11 +167,74 @@ def provenance(config: Mapping[str, Any] | Any = None, seed: int | None = None, 
     }
 
 
-def save_result(path: Path | str, arrays: Mapping[str, Any], config: Any = None, seed: int | None = None, **extra: Any) -> Path:
+class ResultError(ValueError):
+    """A stored result that is not what its provenance JSON records, or cannot be read.
+
+    The message names the file and what is wrong with it (missing, changed, unreadable).
+
+    Examples
+    --------
+    >>> issubclass(ResultError, ValueError)
+    True
+    """
+
+
+def sha256_file(path: Path | str) -> str:
+    """SHA-256 of a file's bytes, as 64 hex digits (read in 1 MiB chunks).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> sha256_file(atomic_write_bytes(Path(tempfile.mkdtemp()) / "x", b"abc"))[:16]
+    'ba7816bf8f01cfea'
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _figure_names(figures: Sequence[str | Path], folder: Path) -> list[str]:
+    names = []
+    if isinstance(figures, (str, Path)):
+        raise TypeError(f"figures must be a list of file names, got the single {type(figures).__name__} {figures!r}")
+    for f in figures:
+        if not isinstance(f, (str, Path)):
+            raise TypeError(f"figures must be file names (str or Path), got {type(f).__name__} {f!r}")
+        name = Path(f).name
+        if Path(f) not in (Path(name), folder / name):
+            raise ValueError(f"figures must be names of files in {folder} (the result's folder), got {f!r}")
+        if not (folder / name).is_file():
+            raise ValueError(f"figures: {folder / name} does not exist; write the figures before save_result")
+        names.append(name)
+    return names
+
+
+def _seal(meta: dict[str, Any], npz_sha: str, folder: Path, figures: Sequence[str]) -> dict[str, Any]:
+    """``meta`` with the SHA-256 of the npz and of each figure under ``"sha256"``."""
+    return {**meta, "sha256": {"npz": npz_sha, "figures": {name: sha256_file(folder / name) for name in figures}}}
+
+
+def _write_meta(meta_path: Path, meta: Mapping[str, Any]) -> Path:
+    return atomic_write_text(meta_path, json.dumps(meta, indent=1, sort_keys=True) + "\n")
+
+
+def save_result(path: Path | str, arrays: Mapping[str, Any], config: Any = None, seed: int | None = None, *,
+                figures: Sequence[str | Path] = (), **extra: Any) -> Path:
     """Save ``arrays`` to ``path`` (.npz) with a provenance JSON beside it (``path`` + ``.json``).
 
-    Both files are written atomically; the JSON is written last, so its presence marks a
-    complete result.
+    One stored result is one unit: the figures (``figures``: names of files already written in the
+    same folder), the .npz, and last the JSON, which records the SHA-256 of the .npz and of each
+    figure under ``"sha256"``. Each file is written atomically; a write cut short anywhere leaves
+    files that disagree with the JSON, which :func:`load_result` refuses.
+
+    Parameters
+    ----------
+    path : where the arrays go (the suffix becomes ``.npz``).
+    arrays : name -> array (numpy arrays, numbers, torch tensors on any device).
+    config, seed, extra : recorded by :func:`provenance`.
+    figures : file names in ``path``'s folder, recorded as ``"figures"`` and hashed.
 
     Examples
     --------
@@ -174,29 +243,149 @@ def save_result(path: Path | str, arrays: Mapping[str, Any], config: Any = None,
     >>> arrays, meta = load_result(path)
     >>> arrays["x"].tolist(), meta["config"], path.suffix
     ([0, 1, 2], {'n': 3}, '.npz')
+    >>> meta["sha256"]["npz"] == sha256_file(path), meta["sha256"]["figures"]
+    (True, {})
     """
-    import io
-
     path = Path(path)
     if path.suffix != ".npz":
         path = path.with_suffix(".npz")
+    if "sha256" in extra:
+        raise ValueError("extra provenance may not be called 'sha256': the hashes of the files are recorded there")
+    names = _figure_names(figures, path.parent)
+    meta = provenance(config, seed, figures=names, **extra)  # the git calls before the first write: a short window
     buf = io.BytesIO()
     np.savez(buf, **{k: np.asarray(v.detach().cpu() if hasattr(v, "detach") else v) for k, v in arrays.items()})
-    atomic_write_bytes(path, buf.getvalue())
-    meta = provenance(config, seed, **extra)
-    atomic_write_text(path.with_suffix(".json"), json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    data = buf.getvalue()
+    meta = _seal(meta, hashlib.sha256(data).hexdigest(), path.parent, names)
+    atomic_write_bytes(path, data)
+    _write_meta(path.with_suffix(".json"), meta)
     return path
 
 
-def load_result(path: Path | str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Load a result saved by :func:`save_result`: (arrays, provenance) (example there).
+def _read_meta(meta_path: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ResultError(f"{meta_path}: unreadable provenance JSON ({type(e).__name__}: {e})") from None
+    if not isinstance(meta, dict):
+        raise ResultError(f"{meta_path}: provenance JSON is a {type(meta).__name__}, not an object")
+    return meta
 
-    Raises FileNotFoundError if the provenance JSON is missing (an incomplete result).
-    """
-    path = Path(path).with_suffix(".npz")
+
+def _check_file(path: Path, want: Any, meta_path: Path, data: bytes | None = None) -> None:
+    if not path.is_file():
+        raise ResultError(f"{path}: missing, though {meta_path.name} records it (a deleted file or a write cut short)")
+    got = hashlib.sha256(data).hexdigest() if data is not None else sha256_file(path)
+    if got != want:
+        raise ResultError(
+            f"{path}: SHA-256 {got[:16]}... differs from {str(want)[:16]}... recorded in {meta_path.name} "
+            f"({path.stat().st_size} bytes): the file was changed, truncated or replaced after the result was "
+            "saved (an interrupted write, or a copy from another result); rerun what made it")
+
+
+def _read_verified(path: Path) -> tuple[bytes, dict[str, Any]]:
+    """The .npz bytes at ``path`` and its provenance, after checking every hash the JSON records."""
     meta_path = path.with_suffix(".json")
     if not meta_path.exists():
         raise FileNotFoundError(f"{path}: no provenance JSON beside it, so the result is incomplete")
-    with np.load(path) as z:
-        arrays = {k: z[k] for k in z.files}
-    return arrays, json.loads(meta_path.read_text())
+    meta = _read_meta(meta_path)
+    sums = meta.get("sha256")
+    if not isinstance(sums, dict) or not isinstance(sums.get("npz"), str) or not isinstance(sums.get("figures", {}), dict):
+        raise ResultError(
+            f"{meta_path}: records no SHA-256 of its files, so they cannot be verified (saved before results were "
+            f"sealed?); if the files are trusted as they are, seal them: companion.provenance.seal_result('{path}')")
+    data = path.read_bytes() if path.is_file() else None
+    _check_file(path, sums["npz"], meta_path, data)
+    for name, want in sums.get("figures", {}).items():
+        _check_file(path.parent / name, want, meta_path)
+    return data, meta
+
+
+def verify_result(path: Path | str) -> dict[str, Any]:
+    """Check a stored result against its provenance JSON; return that provenance.
+
+    Raises FileNotFoundError when the JSON is missing (an incomplete result, never loaded) and
+    :class:`ResultError`, naming the file, when the JSON is unreadable or records no hashes, or the
+    .npz or a figure is missing or differs from the SHA-256 the JSON records.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> a = save_result(folder / "a", {"x": np.arange(3)})
+    >>> b = save_result(folder / "b", {"x": np.arange(4)})
+    >>> verify_result(a)["sha256"]["npz"] == sha256_file(a)
+    True
+    >>> _ = atomic_write_bytes(a, b.read_bytes())  # another result's arrays beside a's JSON
+    >>> verify_result(a)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    companion.provenance.ResultError: .../a.npz: SHA-256 ... differs from ... recorded in a.json ...
+    """
+    return _read_verified(Path(path).with_suffix(".npz"))[1]
+
+
+def load_result(path: Path | str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Load a result saved by :func:`save_result`, verified: (arrays, provenance).
+
+    The files are checked as by :func:`verify_result` (same errors) and the arrays are read from
+    the very bytes that were hashed.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = save_result(Path(tempfile.mkdtemp()) / "run", {"x": np.arange(3)}, {"n": 3})
+    >>> load_result(path)[0]["x"].tolist()
+    [0, 1, 2]
+    >>> _ = atomic_write_bytes(path, path.read_bytes()[:-10])  # truncated
+    >>> load_result(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    companion.provenance.ResultError: .../run.npz: SHA-256 ... the file was changed, truncated or replaced ...
+    """
+    path = Path(path).with_suffix(".npz")
+    data, meta = _read_verified(path)
+    try:
+        with np.load(io.BytesIO(data)) as z:
+            arrays = {k: z[k] for k in z.files}
+    except Exception as e:  # hashed, yet not an npz: the writer stored something else
+        raise ResultError(f"{path}: not a readable .npz ({type(e).__name__}: {e})") from None
+    return arrays, meta
+
+
+def seal_result(path: Path | str) -> Path:
+    """Record in an existing result's JSON the SHA-256 of its .npz and figures, trusting them as they are.
+
+    The migration for results saved before :func:`save_result` recorded hashes (run it only on
+    files known to be intact, e.g. as committed). A result already sealed is verified and left
+    alone; the JSON is otherwise rewritten with only the ``"sha256"`` field added.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = save_result(Path(tempfile.mkdtemp()) / "old", {"x": np.arange(2)})
+    >>> meta = json.loads(path.with_suffix(".json").read_text())
+    >>> _ = _write_meta(path.with_suffix(".json"), {k: v for k, v in meta.items() if k != "sha256"})
+    >>> load_result(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    companion.provenance.ResultError: .../old.json: records no SHA-256 of its files, ...
+    >>> load_result(seal_result(path))[1] == meta
+    True
+    """
+    path = Path(path).with_suffix(".npz")
+    meta_path = path.with_suffix(".json")
+    meta = _read_meta(meta_path)
+    if "sha256" in meta:
+        verify_result(path)  # never launder a mismatch into a new hash
+        return path
+    if not path.is_file():
+        raise ResultError(f"{path}: missing, though {meta_path.name} exists; nothing to seal")
+    figures = meta.get("figures") or []
+    for name in figures:
+        if not (path.parent / name).is_file():
+            raise ResultError(f"{path.parent / name}: missing, though {meta_path.name} lists it; nothing to seal")
+    _write_meta(meta_path, _seal(meta, sha256_file(path), path.parent, figures))
+    return path

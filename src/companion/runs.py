@@ -87,8 +87,6 @@ def save_figures(plot, result: Mapping[str, Any], path: Path) -> list[Path]:
 
 def _save_run(exp, profile: str, device: str, result: Mapping[str, Any], folder: Path, params: Mapping[str, Any],
               wall: float, figure: bool, **extra: Any) -> Path:
-    from .ledger import format_claims
-
     claims = [c.as_dict() for c in exp.judge(result)]
     arrays, other = flatten_result(result)
     figures: list[str] = []
@@ -96,11 +94,8 @@ def _save_run(exp, profile: str, device: str, result: Mapping[str, Any], folder:
         figures = [p.name for p in save_figures(exp.plot, result, folder / f"{profile}.png")]
     config = {"experiment": exp.name, "chapter": exp.chapter, "profile": profile, "device": device, "params": dict(params)}
     seed = (result.get("config") or {}).get("seed", params.get("seed"))
-    path = save_result(folder / f"{profile}.npz", arrays, config=config, seed=seed,
+    return save_result(folder / f"{profile}.npz", arrays, config=config, seed=seed,
                        other=other, wall_time_s=round(wall, 3), figures=figures, claims=claims, **extra)
-    if claims:
-        print(format_claims(claims))
-    return path
 
 
 def check_writable(folder: Path) -> Path:
@@ -286,6 +281,10 @@ def load_run(name: str, profile: str = "full", root: Path | str | None = None) -
         arrays, meta = load_result(path)
     except FileNotFoundError:
         return None
+    stored = (meta.get("config") or {})
+    if (stored.get("experiment"), stored.get("profile")) != (name, profile):  # a verified pair, but another run's
+        raise ValueError(f"{path}: holds the {stored.get('profile')!r} result of {stored.get('experiment')!r}, "
+                         f"not the {profile!r} result of {name!r}")
     return unflatten_result(arrays, meta.get("other")), meta
 
 

