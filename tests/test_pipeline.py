@@ -172,28 +172,11 @@ def test_ref_config_builds_from_references(pipeline, tmp_path):
 
 
 # --------------------------------------------------------------------------- pins
-def _pins_pyproject() -> dict[str, str]:
-    proj = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    deps = list(proj["dependencies"]) + [d for g in proj["optional-dependencies"].values() for d in g]
-    return dict(d.split("==") for d in deps)
-
-
 def test_every_pin_is_exact():
     proj = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     deps = list(proj["dependencies"]) + [d for g in proj["optional-dependencies"].values() for d in g]
     loose = [d for d in deps if not re.fullmatch(r"[A-Za-z0-9_.\-]+==[A-Za-z0-9_.+\-]+", d)]
     assert not loose, f"not pinned exactly: {loose}"
-
-
-def test_environment_yml_mirrors_pyproject():
-    env = yaml.safe_load((ROOT / "environment.yml").read_text())
-    conda = [d for d in env["dependencies"] if isinstance(d, str)]
-    assert "python=3.11" in conda
-    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
-    pins = dict(p.split("==") for p in pip if "==" in p)
-    assert pins == _pins_pyproject()
-    assert "-e ." in pip
-    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"].startswith(">=3.11")
 
 
 # --------------------------------------------------------------------------- README
