@@ -8,7 +8,7 @@
 2. 1000 explicit Euler steps (dt = 1e-4) at N = 1e6, beta = 5, through
    :func:`companion.integrate.simulate` with the :class:`companion.circle.Circle` model.
 
-The fast field has two algorithms (:func:`companion.circle.circle_field_fourier`): "powers" (torch,
+The fast field has two backends (:func:`companion.circle.circle_field_fourier`): "powers" (torch,
 complex matrix products, any device) and "grid" (numba, CPU: a uniform grid and Taylor expansions).
 The default, "auto", takes the grid on the CPU from 8192 tokens when numba is installed; both are
 timed, and the 1000-step run uses the default (a shorter run times "powers").
@@ -29,7 +29,8 @@ import time
 import torch
 
 import companion.circle as C
-from companion.circle import Circle, circle_field_dense, circle_field_fourier, fourier_truncation, uniform_angles
+from companion.circle import Circle, circle_field_dense, circle_field_fourier, fourier_truncation
+from companion.init import uniform_angles
 from companion.integrate import simulate
 from companion.perf import tune_allocator
 
@@ -79,18 +80,18 @@ def main() -> None:
 
     g = torch.Generator().manual_seed(0)
     th = uniform_angles(1, n1, generator=g)
-    algo = C._pick_algorithm("auto", th[..., 0])
-    print(f"default algorithm at N = {n1} on this machine: {algo} (numba installed: {C._circle_grid.HAVE_NUMBA})")
+    algo = C._pick_backend("auto", th[..., 0])
+    print(f"default backend at N = {n1} on this machine: {algo} (numba installed: {C._circle_grid.HAVE_NUMBA})")
     circle_field_fourier(th, beta, "usa")  # a first call compiles the grid kernels (or loads them from numba's cache)
     fast, fw, fc = timed(lambda: circle_field_fourier(th, beta, "usa"), repeat=20)
-    pw, pww, pwc = timed(lambda: circle_field_fourier(th, beta, "usa", algorithm="powers"), repeat=20)
+    pw, pww, pwc = timed(lambda: circle_field_fourier(th, beta, "usa", backend="powers"), repeat=20)
     dense, dw, dc = timed(lambda: circle_field_dense(th, beta, "usa"), repeat=2)
     mm, mw, mc = timed(lambda: matmul_pairwise(th, beta), repeat=2)
     rel = ((fast - dense).abs().max() / dense.abs().max()).item()
     rel_mm = ((mm - dense).abs().max() / dense.abs().max()).item()
     print(f"N = {n1}: pairwise (angles, official method) {dw:.3f} s wall / {dc:.3f} s cpu")
     print(f"N = {n1}: pairwise as matrix product (X X^T)   {mw:.3f} s wall / {mc:.3f} s cpu  (rel. diff {rel_mm:.1e})")
-    print(f"N = {n1}: Fourier/Bessel, powers algorithm      {pww * 1e3:.2f} ms wall / {pwc * 1e3:.2f} ms cpu  "
+    print(f"N = {n1}: Fourier/Bessel, powers backend        {pww * 1e3:.2f} ms wall / {pwc * 1e3:.2f} ms cpu  "
           f"(rel. error vs pairwise {_rel(pw, dense):.1e})")
     print(f"N = {n1}: Fourier/Bessel, default ({algo:<6})       {fw * 1e3:.2f} ms wall / {fc * 1e3:.2f} ms cpu  (rel. error vs pairwise {rel:.1e})")
     print(f"ratio against the matrix-product baseline: {mw / fw:.0f}")
@@ -98,17 +99,17 @@ def main() -> None:
     th2 = uniform_angles(1, n2, generator=g)
     dt = 1e-4
     model = Circle(beta, "usa")
-    powers = Circle(beta, "usa", algorithm="powers")
+    powers = Circle(beta, "usa", backend="powers")
     one, one_w, one_c = timed(lambda: model.vector_field(0.0, th2), repeat=5)
     onep, onep_w, onep_c = timed(lambda: powers.vector_field(0.0, th2), repeat=5)
-    print(f"N = {n2}: one field evaluation, default ({C._pick_algorithm('auto', th2[..., 0])}) {one_w * 1e3:.1f} ms wall / {one_c * 1e3:.1f} ms cpu; "
+    print(f"N = {n2}: one field evaluation, default ({C._pick_backend('auto', th2[..., 0])}) {one_w * 1e3:.1f} ms wall / {one_c * 1e3:.1f} ms cpu; "
           f"powers {onep_w * 1e3:.1f} ms wall / {onep_c * 1e3:.1f} ms cpu (relative difference {_rel(one, onep):.1e})")
     sp = max(1, steps // 20)
     solp, spw, _ = timed(lambda: simulate(powers, th2, sp * dt, method="euler", dt=dt))
-    print(f"N = {n2}: powers algorithm, {solp.stats['steps']} Euler steps in {spw:.1f} s wall "
+    print(f"N = {n2}: powers backend, {solp.stats['steps']} Euler steps in {spw:.1f} s wall "
           f"(extrapolated to 1000 steps: {spw * 1000 / solp.stats['steps']:.1f} s)")
     sol, sw, sc = timed(lambda: simulate(model, th2, steps * dt, method="euler", dt=dt))
-    print(f"N = {n2}: default algorithm, {sol.stats['steps']} Euler steps (dt = {dt}) in {sw:.1f} s wall / {sc:.1f} s cpu"
+    print(f"N = {n2}: default backend, {sol.stats['steps']} Euler steps (dt = {dt}) in {sw:.1f} s wall / {sc:.1f} s cpu"
           f" (extrapolated to 1000 steps: {sw * 1000 / sol.stats['steps']:.1f} s wall)")
     print(f"N = {n2}: {sw / sol.stats['steps'] * 1e3:.1f} ms a step; goal: 1000 steps under 60 s")
     th32 = th2.float()

@@ -1,4 +1,4 @@
-"""The circle solver: Fourier/Bessel field (both algorithms) against the pairwise field, model protocol, clusters."""
+"""The circle solver: Fourier/Bessel field (both backends) against the pairwise field, model protocol, clusters."""
 import math
 
 import numpy as np
@@ -10,8 +10,6 @@ import companion._circle_grid as G
 import companion.circle as C
 from companion.circle import (
     Circle,
-    circle_cluster_count,
-    circle_clusters,
     circle_field,
     circle_field_dense,
     circle_field_fourier,
@@ -20,8 +18,9 @@ from companion.circle import (
     fourier_truncation,
     to_angles,
     to_points,
-    uniform_angles,
 )
+from companion.init import uniform_angles
+from companion.metrics import cluster_centres, cluster_count
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -164,7 +163,7 @@ def test_model_protocol_and_euler_step():
     assert m.on_sphere is False
     th = uniform_angles(2, 50, generator=torch.Generator().manual_seed(5))
     assert m.validate(th[0]).shape == (1, 50, 1)
-    dense = Circle(4.0, "softmax", method="dense")
+    dense = Circle(4.0, "softmax", backend="dense")
     assert torch.allclose(m.vector_field(0.0, th), dense.vector_field(0.0, th), rtol=0, atol=1e-12)
 
 
@@ -182,8 +181,10 @@ def test_bad_input_raises():
         circle_field(np.zeros((1, 3, 1)), 1.0)
     with pytest.raises(ValueError, match="non-finite"):
         circle_field(torch.full((1, 3, 1), float("nan")), 1.0)
-    with pytest.raises(ValueError, match="method"):
-        Circle(1.0, method="fft")
+    with pytest.raises(ValueError, match="backend must be one of"):
+        Circle(1.0, backend="fft")
+    with pytest.raises(ValueError, match="backend must be one of"):
+        circle_field(th, 1.0, backend="fourier")
     with pytest.raises(ValueError, match="K"):
         circle_field_fourier(th, 1.0, K=0)
 
@@ -197,10 +198,10 @@ def test_angles_points_roundtrip():
 def test_clusters():
     g = torch.Generator().manual_seed(0)
     th = _clustered(3000, 4, 0.01, g)
-    c, w = circle_clusters(th)
-    assert c.size == 4 and 0.95 < w.sum() <= 1
-    assert float(circular_distance(np.sort(c), np.sort((0.3 + np.arange(4) * np.pi / 2) % (2 * np.pi))).max()) < 0.01
-    assert circle_cluster_count(uniform_angles(1, 5000, generator=g)) == 0
+    c, w = cluster_centres(th, criterion="density")[0]
+    assert c.shape == (4, 1) and 0.95 < w.sum() <= 1
+    assert float(circular_distance(np.sort(c[:, 0]), np.sort((0.3 + np.arange(4) * np.pi / 2) % (2 * np.pi))).max()) < 0.01
+    assert cluster_count(uniform_angles(1, 5000, generator=g), criterion="density").item() == 0
 
 
 # ----------------------------------------------------------------------------- the mean-field PDE
@@ -262,7 +263,7 @@ def test_w1_of_a_shifted_atom():
     assert circle_w1(torch.tensor([c - 1.0]), u) == pytest.approx(1.0, abs=1e-3)
 
 
-# ----------------------------------------------------------------------------- the grid algorithm (numba)
+# ----------------------------------------------------------------------------- the grid backend (numba)
 needs_numba = pytest.mark.skipif(not G.HAVE_NUMBA, reason="numba is not installed (make venv installs it)")
 
 
@@ -274,7 +275,7 @@ def test_grid_equals_dense(beta, n, normalization):
     g = torch.Generator().manual_seed(int(10 * beta) + n)
     th = uniform_angles(2, n, generator=g)
     ref = circle_field_dense(th, beta, normalization)
-    grid = circle_field_fourier(th, beta, normalization, algorithm="grid")
+    grid = circle_field_fourier(th, beta, normalization, backend="grid")
     if n == 1:  # one token: no interaction, the field is exactly zero up to the series' rounding
         assert grid.abs().max().item() < 1e-13 * (math.exp(beta) if normalization == "usa" else 1.0)
     else:
@@ -291,16 +292,16 @@ def test_grid_on_clusters_and_angles_outside_one_turn(beta, normalization):
     turns = torch.randint(-3, 4, th.shape, generator=g).to(th.dtype)
     shifted = th + 2 * math.pi * turns
     ref = circle_field_dense(th, beta, normalization)
-    assert _rel(circle_field_fourier(shifted, beta, normalization, algorithm="grid"), ref) < 1e-12
+    assert _rel(circle_field_fourier(shifted, beta, normalization, backend="grid"), ref) < 1e-12
 
 
 @needs_numba
 @pytest.mark.parametrize("normalization", ["usa", "softmax"])
 def test_grid_and_powers_agree_at_large_n(normalization):
-    # n = 2e5: too many pairs for the dense field, so the second method is the powers algorithm
+    # n = 2e5: too many pairs for the dense field, so the second computation is the powers backend
     th = uniform_angles(1, 200_000, generator=torch.Generator().manual_seed(5))
-    a = circle_field_fourier(th, 5.0, normalization, algorithm="grid")
-    b = circle_field_fourier(th, 5.0, normalization, algorithm="powers")
+    a = circle_field_fourier(th, 5.0, normalization, backend="grid")
+    b = circle_field_fourier(th, 5.0, normalization, backend="powers")
     assert _rel(a, b) < 1e-12
 
 
@@ -322,8 +323,8 @@ def test_threads_split_trials_and_tokens_to_rounding(monkeypatch):
 @needs_numba
 def test_grid_keeps_dtype_and_matches_float64_in_float32():
     th = uniform_angles(2, 5000, generator=torch.Generator().manual_seed(2))
-    v64 = circle_field_fourier(th, 5.0, algorithm="grid")
-    v32 = circle_field_fourier(th.float(), 5.0, algorithm="grid")
+    v64 = circle_field_fourier(th, 5.0, backend="grid")
+    v32 = circle_field_fourier(th.float(), 5.0, backend="grid")
     assert v32.dtype == torch.float32 and v32.shape == th.shape
     assert _rel(v32.double(), v64) < 1e-6  # float32 angles carry ~1e-7 relative error in
 
@@ -359,38 +360,38 @@ def test_grid_moments_against_direct_sums():
 def test_auto_picks_grid_only_for_large_cpu_inputs(monkeypatch):
     big = torch.zeros(1, C._GRID_MIN_N, dtype=torch.float64)
     small = torch.zeros(3, C._GRID_MIN_N - 1, dtype=torch.float64)
-    assert C._pick_algorithm("auto", big) == "grid"
-    assert C._pick_algorithm("auto", small) == "powers"
-    assert C._pick_algorithm("powers", big) == "powers"
+    assert C._pick_backend("auto", big) == "grid"
+    assert C._pick_backend("auto", small) == "powers"
+    assert C._pick_backend("powers", big) == "powers"
     meta = torch.zeros(1, C._GRID_MIN_N, device="meta")
-    assert C._pick_algorithm("auto", meta) == "powers"  # not on the CPU
-    with pytest.raises(ValueError, match="algorithm='grid' runs on the CPU only"):
-        C._pick_algorithm("grid", meta)
+    assert C._pick_backend("auto", meta) == "powers"  # not on the CPU
+    with pytest.raises(ValueError, match="backend='grid' runs on the CPU only"):
+        C._pick_backend("grid", meta)
     monkeypatch.setattr(G, "HAVE_NUMBA", False)
-    assert C._pick_algorithm("auto", big) == "powers"
+    assert C._pick_backend("auto", big) == "powers"
     with pytest.raises(ImportError, match="numba"):
-        C._pick_algorithm("grid", big)
+        C._pick_backend("grid", big)
 
 
 @needs_numba
-def test_bad_algorithm_is_named():
+def test_bad_backend_is_named():
     th = uniform_angles(1, 10, generator=torch.Generator().manual_seed(0))
-    with pytest.raises(ValueError, match="algorithm must be one of"):
-        circle_field_fourier(th, 1.0, algorithm="fft")
-    with pytest.raises(ValueError, match="algorithm must be one of"):
-        Circle(1.0, algorithm="fft")
+    with pytest.raises(ValueError, match="backend must be one of"):
+        circle_field_fourier(th, 1.0, backend="fft")
+    with pytest.raises(ValueError, match="backend must be one of"):
+        circle_field_fourier(th, 1.0, backend="dense")  # the pairwise field is no Fourier summation
     with pytest.raises(ValueError, match="K must be an integer"):
         G.grid_size(0)
 
 
 @needs_numba
 def test_circle_model_runs_the_grid_and_stays_close_to_powers():
-    # a short Euler run at n = 5000: the two algorithms' trajectories agree to rounding growth
+    # a short Euler run at n = 5000: the two backends' trajectories agree to rounding growth
     from companion.integrate import simulate
 
     th = uniform_angles(1, 5000, generator=torch.Generator().manual_seed(4))
-    a = simulate(Circle(5.0, algorithm="grid"), th, 0.01, method="euler", dt=1e-3).xs[-1]
-    b = simulate(Circle(5.0, algorithm="powers"), th, 0.01, method="euler", dt=1e-3).xs[-1]
+    a = simulate(Circle(5.0, backend="grid"), th, 0.01, method="euler", dt=1e-3).xs[-1]
+    b = simulate(Circle(5.0, backend="powers"), th, 0.01, method="euler", dt=1e-3).xs[-1]
     assert (a - b).abs().max().item() < 1e-12
 
 

@@ -200,10 +200,28 @@ def test_usa_overflow_is_a_clear_error():
         attention_field(X, beta=1e4, normalization="usa")
 
 
-def test_dtype_and_device_follow_the_input():
-    X = init.uniform_sphere(1, 4, 3, generator=gen(40), dtype=torch.float32)
-    sol = simulate(models.Sphere(A=sym(3, 41), V=sym(3, 42)), X, 0.3)
-    assert sol.xs.dtype == torch.float32 and sol.xs.device == X.device
+@pytest.mark.parametrize("dtype, params", [(torch.float32, F64), (F64, torch.float32)])
+def test_dtype_follows_the_input_not_the_parameters(dtype, params):
+    X = init.uniform_sphere(1, 4, 3, generator=gen(40), dtype=dtype)
+    sol = simulate(models.Sphere(A=sym(3, 41).to(params), V=sym(3, 42).to(params)), X, 0.3, method="rk4", dt=0.01)
+    assert sol.xs.dtype == dtype and sol.final.dtype == dtype
+    # the same run in float64 throughout, to the precision of the coarser of the two dtypes
+    ref = simulate(models.Sphere(A=sym(3, 41), V=sym(3, 42)), X.to(F64), 0.3, method="rk4", dt=0.01)
+    tol = 1e-5 if torch.float32 in (dtype, params) else 1e-12
+    assert (sol.xs.to(F64) - ref.xs).abs().max().item() < tol
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(),
+                    reason="no CUDA device: without a second device the output cannot be seen to follow the input")
+def test_device_follows_the_input_on_cuda():
+    """Tokens on CUDA, parameters on the CPU: the solution is on CUDA and equals the CPU run."""
+    X = init.uniform_sphere(1, 4, 3, generator=gen(40), dtype=F64)
+    model = models.Sphere(A=sym(3, 41), V=sym(3, 42))
+    on_cpu = simulate(model, X, 0.3, method="rk4", dt=0.01)
+    on_gpu = simulate(model, X.cuda(), 0.3, method="rk4", dt=0.01)
+    assert on_gpu.xs.device.type == "cuda" and on_gpu.final.device.type == "cuda"
+    assert (on_gpu.xs.cpu() - on_cpu.xs).abs().max().item() < 1e-12
 
 
 # --------------------------------------------------------------------------- metrics
@@ -221,7 +239,7 @@ def test_geodesic_cost_and_sliced_behave():
     chord = metrics.wasserstein(X, Y, 1, cost="chordal").item()
     geo = metrics.wasserstein(X, Y, 1, cost="geodesic").item()
     assert chord <= geo <= chord * math.pi / 2 + 1e-12  # chord <= arc <= (pi/2) chord
-    sliced = metrics.wasserstein(X, Y, 2, method="sliced", n_projections=500).item()
+    sliced = metrics.wasserstein(X, Y, 2, solver="sliced", n_projections=500).item()
     assert sliced <= metrics.wasserstein(X, Y, 2).item() + 1e-9  # sliced W2 <= W2
 
 
@@ -231,6 +249,84 @@ def test_cluster_count_rho_min_and_subspace_distance():
     assert metrics.cluster_count(X, 0.1).item() == 2
     assert metrics.rho_min(X).item() == -1.0
     assert metrics.distance_to_subspace(X, e1).abs().max().item() == 0.0
+
+
+def test_cluster_count_linkage_hand_cases():
+    # trial 0: a chain 0, 0.08, 0.16 (each link < 0.1: one cluster) and a lone token at 1;
+    # trial 1: four tokens pairwise 0.2 apart: four clusters
+    X = torch.tensor([[[0.0, 0.0], [0.08, 0.0], [0.16, 0.0], [1.0, 0.0]],
+                      [[0.0, 0.0], [0.2, 0.0], [0.4, 0.0], [0.6, 0.0]]], dtype=F64)
+    assert metrics.cluster_count(X, 0.1).tolist() == [2, 4]
+    assert metrics.cluster_count(X, 0.25).tolist() == [2, 1]
+    (c0, w0), (c1, w1) = metrics.cluster_centres(X, 0.1)
+    assert c0.tolist() == [[0.08, 0.0], [1.0, 0.0]] and w0.tolist() == [0.75, 0.25]
+    assert c1.shape == (4, 2) and w1.tolist() == [0.25] * 4
+
+
+def test_cluster_count_density_hand_cases():
+    # 100 angles: 50 at 1.0, 30 at 4.0, 5 at 5.5 and 15 spread one per bin (256 bins: the uniform
+    # count per bin is 100 / 256, the threshold 4 x 100 / 256 = 1.6 tokens)
+    spread = torch.arange(15, dtype=F64) * (2 * math.pi / 15) + 0.2
+    th = torch.cat([torch.full((50,), 1.0), torch.full((30,), 4.0), torch.full((5,), 5.5), spread]).to(F64)[None, :, None]
+    assert metrics.cluster_count(th, criterion="density").tolist() == [3]
+    assert metrics.cluster_count(th, criterion="density", min_mass=0.1).tolist() == [2]  # 5 % is too light
+    assert metrics.cluster_count(th, criterion="density", level=100.0).tolist() == [1]  # above 39 tokens: the 50 only
+    (c, w), = metrics.cluster_centres(th, criterion="density")
+    assert torch.allclose(torch.as_tensor(c[:, 0]), torch.tensor([1.0, 4.0, 5.5], dtype=F64), atol=1e-12)
+    assert w.tolist() == [0.5, 0.3, 0.05]
+    # a cluster across 0 = 2 pi is one cluster with its circular mean at 0
+    wrap = torch.tensor([-0.004, -0.002, 0.002, 0.004], dtype=F64).repeat(5)[None, :, None]
+    (c, w), = metrics.cluster_centres(wrap, criterion="density")
+    assert c.shape == (1, 1) and min(c[0, 0], 2 * math.pi - c[0, 0]) < 1e-12 and w.tolist() == [1.0]
+    # a uniform cloud has no cluster at all, whatever n
+    assert metrics.cluster_count(init.uniform_angles(3, 20000, generator=gen(5)), criterion="density").tolist() == [0, 0, 0]
+
+
+class _Decay:
+    """x' = -x, written from the protocol alone (no companion base class): x(t) = x0 e^{-t}."""
+
+    on_sphere = False
+
+    def validate(self, X):
+        return X
+
+    def cast(self, X):
+        return self
+
+    def vector_field(self, t, X):
+        return -X
+
+
+def test_every_model_class_follows_the_protocol():
+    from companion.circle import Circle
+    from companion.experiments.spectral_selection import ModalModel
+
+    I2 = torch.eye(2, dtype=F64)
+    every = [models.Euclidean(), models.Rescaled(), models.Sphere(), models.ZeroTemperature(B=I2, V=I2),
+             models.ScaleCappedRescaled(A=I2, V=I2), Circle(1.0), ModalModel(torch.ones(2, dtype=F64)), _Decay()]
+    for m in every:
+        assert isinstance(m, models.Model), type(m).__name__
+        models.check_model(m)
+    x0 = torch.ones(1, 1, 1, dtype=F64)
+    assert simulate(_Decay(), x0, 1.0, dt=0.01).final.item() == pytest.approx(math.exp(-1.0), rel=1e-9)
+
+
+def test_simulate_names_what_a_model_lacks():
+    class NoCast:
+        on_sphere = False
+
+        def validate(self, X):
+            return X
+
+        def vector_field(self, t, X):
+            return -X
+
+    x0 = torch.ones(1, 1, 1, dtype=F64)
+    with pytest.raises(TypeError, match=r"NoCast lacks cast\(X\)$"):
+        simulate(NoCast(), x0, 1.0)
+    assert not isinstance(NoCast(), models.Model)
+    with pytest.raises(TypeError, match=r"lacks on_sphere, validate\(X\), cast\(X\), vector_field\(t, X\)"):
+        simulate(lambda t, X: -X, x0, 1.0)
 
 
 def test_model_field_skips_checks_but_not_correctness():

@@ -130,7 +130,8 @@ def test_cuda_initial_conditions_follow_the_device():
 def test_cuda_circle_fourier_field_matches_cpu(normalization):
     """Paper D's circle field by its Fourier series on CUDA (added after the first GPU run, which
     never reached it: the metastable experiments then kept their tensors on the CPU)."""
-    from companion.circle import circle_field_fourier, uniform_angles
+    from companion.circle import circle_field_fourier
+    from companion.init import uniform_angles
 
     th = uniform_angles(3, 50_000, generator=torch.Generator().manual_seed(2))
     cpu = circle_field_fourier(th, 5.0, normalization)

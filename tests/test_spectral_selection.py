@@ -5,15 +5,13 @@ import math
 import pytest
 import torch
 
-from companion import init, models, simulate
+from companion import init, models
 from companion.experiments import spectral_selection as ss
 from companion.theory import spectral as th
 
 
 def _V(lams, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    d = len(lams)
-    Q, _ = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=torch.float64))
+    Q = init.random_orthogonal(len(lams), generator=torch.Generator().manual_seed(seed))
     V = (Q * torch.tensor(lams, dtype=torch.float64)) @ Q.T
     return (V + V.T) / 2
 
@@ -31,8 +29,8 @@ def test_jacobian_matches_closed_form_spectrum(lams, p, beta, npl, nmi):
     V = _V(lams)
     X, lam, _ = ss.pure_state(V, p, npl, nmi)
     assert ss.models.spectral(V, beta).vector_field(0.0, X[None]).abs().max() < 1e-14  # an equilibrium
-    J = ss.tangent_jacobian(V, beta, X)
-    Jfd = ss.tangent_jacobian(V, beta, X, method="fd")
+    J = models.tangent_jacobian(models.spectral(V, beta), X)
+    Jfd = models.tangent_jacobian(models.spectral(V, beta), X, mode="fd")
     assert (J - Jfd).abs().max() < 1e-7
     ev = torch.linalg.eigvals(J)
     ev_th = th.sign_split_spectrum(lam, p, beta, npl, nmi)
@@ -45,13 +43,13 @@ def test_jacobian_of_a_moving_state_differs_from_the_spectrum():
     X, lam, _ = ss.pure_state(V, 2, 2, 2)
     Y = X + 0.3 * torch.randn(X.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     Y = Y / Y.norm(dim=-1, keepdim=True)
-    ev = torch.linalg.eigvals(ss.tangent_jacobian(V, 1.0, Y))
+    ev = torch.linalg.eigvals(models.tangent_jacobian(models.spectral(V, 1.0), Y))
     assert ss._match_error(ev, th.sign_split_spectrum(lam, 2, 1.0, 2, 2)) > 1e-3
 
 
 def test_tangent_basis_is_orthonormal_and_tangent():
     X = init.uniform_sphere(1, 5, 4, generator=torch.Generator().manual_seed(1))[0]
-    B = ss.tangent_basis(X)
+    B = models.tangent_basis(X)
     assert torch.allclose(B.transpose(-1, -2) @ B, torch.eye(3, dtype=torch.float64).expand(5, 3, 3), atol=1e-14)
     assert (torch.einsum("iak,ia->ik", B, X)).abs().max() < 1e-14
 
@@ -106,5 +104,10 @@ def test_unknown_option_and_profile():
         ss.two_tokens(nonsense=1)
     with pytest.raises(ValueError, match="profile"):
         ss.two_tokens(profile="huge")
-    with pytest.raises(ValueError, match="method"):
-        ss.tangent_jacobian(torch.eye(2, dtype=torch.float64), 1.0, torch.tensor([[1.0, 0.0]], dtype=torch.float64), method="x")
+    e1 = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        models.tangent_jacobian(models.spectral(torch.eye(2, dtype=torch.float64), 1.0), e1, mode="x")
+    with pytest.raises(ValueError, match="on the sphere"):
+        models.tangent_jacobian(models.Euclidean(), e1)
+    with pytest.raises(TypeError, match="lacks"):
+        models.tangent_jacobian(torch.eye(2), e1)

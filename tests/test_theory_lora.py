@@ -4,15 +4,14 @@ import math
 import pytest
 import torch
 
+from companion import init
 from companion.theory import lora
 
 f64 = torch.float64
 
 
 def _rot(d, seed):
-    G = torch.randn(d, d, generator=torch.Generator().manual_seed(seed), dtype=f64)
-    Q, R = torch.linalg.qr(G)
-    return Q * torch.sign(torch.diagonal(R))
+    return init.random_orthogonal(d, generator=torch.Generator().manual_seed(seed))
 
 
 # ----------------------------------------------------------------------------- Prop. 3.1

@@ -41,7 +41,7 @@ def test_attention_value_matrix_and_top_eigenspace_figure3():
 
 def test_top_eigenspace_multiplicity_and_random_rotation():
     g = torch.Generator().manual_seed(0)
-    Q, _ = torch.linalg.qr(torch.randn(5, 5, generator=g, dtype=F64))
+    Q = init.random_orthogonal(5, generator=g)
     M = Q @ D(3, 3, 1, 0, -2) @ Q.T
     top = lt.top_eigenspace(M)
     assert top.dim == 2 and abs(top.value - 3) < 1e-12 and abs(top.gap - 2) < 1e-12
@@ -105,7 +105,7 @@ def test_wasserstein_to_pi_matches_pot():
     e1 = torch.tensor([1.0, 0, 0], dtype=F64)
     target = metrics.project_to_subspace(X0, e1)
     for p in (1, 2):
-        exact = metrics.wasserstein(X, target, p=p, method="exact")
+        exact = metrics.wasserstein(X, target, p=p, solver="exact")
         assert torch.allclose(lt.wasserstein_to_pi(X, X0, e1, p), exact, atol=1e-10)
     # and the coupling x_i <-> Pi(x0_i) is only an upper bound in general
     assert (lt.pi_distance(X, X0, e1) >= metrics.wasserstein(X, target) - 1e-12).all()

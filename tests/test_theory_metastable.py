@@ -7,7 +7,8 @@ import scipy.integrate
 import scipy.special
 import torch
 
-from companion.circle import Circle, circle_moments, uniform_angles
+from companion.circle import Circle, circle_moments
+from companion.init import uniform_angles
 from companion.integrate import simulate
 from companion.theory.metastable import gamma_k, growth_rate, k_max, linear_time, predicted_centres
 

@@ -8,10 +8,10 @@ The state is an angle tensor ``theta`` of shape (trials, n, 1), so the generic i
 
 (the projection of x_i' = P_{x_i} sum_j w_ij x_j onto the tangent (-sin, cos)).
 
-Two evaluations of the same field:
+Two evaluations of the same field (the ``backend``, as for the attention field: :data:`BACKENDS`):
 
-* :func:`circle_field_dense`: the pairwise n x n formula (the official notebook's method), O(n^2).
-* :func:`circle_field_fourier`: with e^{beta cos p} = I_0(beta) + 2 sum_k I_k(beta) cos(k p) and
+* :func:`circle_field_dense` (``"dense"``): the pairwise n x n formula (the official notebook's), O(n^2).
+* :func:`circle_field_fourier` (``"powers"``, ``"grid"``, ``"auto"``): with e^{beta cos p} = I_0(beta) + 2 sum_k I_k(beta) cos(k p) and
   e^{beta cos p} sin p = (2/beta) sum_k k I_k(beta) sin(k p), the field is a Fourier series in
   theta_i whose coefficients are Bessel values times the empirical moments
   m_k = (1/n) sum_j e^{i k theta_j}. Truncated at K (:func:`fourier_truncation`), a step costs
@@ -31,30 +31,29 @@ import scipy.special
 import torch
 
 from . import _circle_grid
-from ._validate import as_tokens, check_beta, check_generator, check_normalization, check_positive
+from ._validate import as_tokens, check_beta, check_normalization, check_positive
+from .attention import NORMALIZATIONS  # one tuple, one order, for every model
 
 __all__ = [
     "NORMALIZATIONS",
-    "ALGORITHMS",
+    "BACKENDS",
     "fourier_truncation",
     "circle_moments",
     "circle_field_dense",
     "circle_field_fourier",
     "circle_field",
     "Circle",
-    "uniform_angles",
     "to_angles",
     "to_points",
     "wrap",
-    "circle_clusters",
-    "circle_cluster_count",
     "circular_distance",
 ]
 
-NORMALIZATIONS = ("usa", "softmax")
-# How the Fourier field is summed: "powers" (torch, any device), "grid" (numba, CPU), "auto" (grid
-# on the CPU from _GRID_MIN_N tokens per trial when numba is installed, else powers).
-ALGORITHMS = ("auto", "powers", "grid")
+# How the field is evaluated (the kernel choice, as in attention.BACKENDS): the Fourier series summed
+# by "powers" (torch, any device) or "grid" (numba, CPU), the pairwise formula "dense" (O(n^2)), or
+# "auto" (grid on the CPU from _GRID_MIN_N tokens per trial when numba is installed, else powers).
+BACKENDS = ("auto", "powers", "grid", "dense")
+_FOURIER_BACKENDS = ("auto", "powers", "grid")
 _GRID_MIN_N = 8192
 # e^beta overflows float64 near beta = 709.8; the USA field carries that factor.
 _MAX_USA_BETA = 700.0
@@ -272,7 +271,7 @@ def _bessel_coeffs(beta: float, K: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def circle_field_fourier(theta: torch.Tensor, beta: float, normalization: str = "usa", *, tol: float = 1e-16, K: int | None = None,
-                         algorithm: str = "auto") -> torch.Tensor:
+                         backend: str = "auto") -> torch.Tensor:
     """The angle velocity from the truncated Fourier/Bessel series, O(n K) work.
 
     field_i = -(2/beta) sum_{k=1}^K k I_k(beta) Im(e^{i k theta_i} conj(m_k))      (numerator, times 1)
@@ -284,7 +283,7 @@ def circle_field_fourier(theta: torch.Tensor, beta: float, normalization: str = 
     field is ~1e-15 for generic configurations (tested <= 1e-12 over beta in [0.1, 100]); a field
     much smaller than that scale (two tokens far apart at large beta) is resolved only absolutely.
 
-    Two algorithms sum the same series:
+    Two backends sum the same series:
 
     * ``"powers"`` (torch, any device): the powers e^{i k theta} for every token, ~2 K complex
       multiply-adds per token as small complex matrix products.
@@ -307,7 +306,7 @@ def circle_field_fourier(theta: torch.Tensor, beta: float, normalization: str = 
         Truncation tolerance relative to I_0(beta), see :func:`fourier_truncation`.
     K : int, optional
         Override the number of modes.
-    algorithm : {"auto", "powers", "grid"}
+    backend : {"auto", "powers", "grid"}
         How the series is summed (above).
 
     Returns
@@ -329,27 +328,27 @@ def circle_field_fourier(theta: torch.Tensor, beta: float, normalization: str = 
         K = fourier_truncation(beta, tol)
     elif not isinstance(K, int) or K < 1:
         raise ValueError(f"K must be an integer >= 1, got {K!r}")
-    return _fourier_field(theta[..., 0], beta, normalization, K, algorithm).unsqueeze(-1)
+    return _fourier_field(theta[..., 0], beta, normalization, K, backend).unsqueeze(-1)
 
 
-def _pick_algorithm(algorithm: str, t: torch.Tensor) -> str:
-    """The algorithm for angles t: (trials, n); "auto" takes the grid on the CPU with numba for n >= _GRID_MIN_N."""
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
-    if algorithm == "grid":
+def _pick_backend(backend: str, t: torch.Tensor) -> str:
+    """The Fourier backend for angles t: (trials, n); "auto" takes the grid on the CPU with numba for n >= _GRID_MIN_N."""
+    if backend not in _FOURIER_BACKENDS:
+        raise ValueError(f"backend must be one of {_FOURIER_BACKENDS} for the Fourier field, got {backend!r}")
+    if backend == "grid":
         if t.device.type != "cpu":
-            raise ValueError(f"algorithm='grid' runs on the CPU only, got angles on {t.device}; use 'powers' or 'auto'")
+            raise ValueError(f"backend='grid' runs on the CPU only, got angles on {t.device}; use 'powers' or 'auto'")
         if not _circle_grid.HAVE_NUMBA:
-            raise ImportError("algorithm='grid' needs numba (pip install numba, or make venv); use 'powers' or 'auto'")
+            raise ImportError("backend='grid' needs numba (pip install numba, or make venv); use 'powers' or 'auto'")
         return "grid"
-    if algorithm == "auto":
+    if backend == "auto":
         use_grid = t.device.type == "cpu" and _circle_grid.HAVE_NUMBA and t.shape[1] >= _GRID_MIN_N
         return "grid" if use_grid else "powers"
-    return algorithm
+    return backend
 
 
 def _grid_field(t: torch.Tensor, beta: float, normalization: str, K: int) -> torch.Tensor:
-    """The grid algorithm (:mod:`companion._circle_grid`) on a CPU tensor; computed in float64, returned in t's dtype."""
+    """The grid backend (:mod:`companion._circle_grid`) on a CPU tensor; computed in float64, returned in t's dtype."""
     num_c, den_c = _bessel_coeffs(beta, K)
     usa = normalization == "usa"
     out = _circle_grid.grid_field(t.detach().to(torch.float64).numpy(), num_c, None if usa else den_c,
@@ -357,9 +356,9 @@ def _grid_field(t: torch.Tensor, beta: float, normalization: str, K: int) -> tor
     return torch.from_numpy(out).to(t.dtype)
 
 
-def _fourier_field(t: torch.Tensor, beta: float, normalization: str, K: int, algorithm: str = "auto") -> torch.Tensor:
+def _fourier_field(t: torch.Tensor, beta: float, normalization: str, K: int, backend: str = "auto") -> torch.Tensor:
     """:func:`circle_field_fourier` on checked arguments. t: (trials, n) angles -> (trials, n)."""
-    if _pick_algorithm(algorithm, t) == "grid":
+    if _pick_backend(backend, t) == "grid":
         return _grid_field(t, beta, normalization, K)
     n = t.shape[1]
     L, Q = _split(K)
@@ -390,8 +389,9 @@ def _fourier_field(t: torch.Tensor, beta: float, normalization: str, K: int, alg
     return out
 
 
-def circle_field(theta: torch.Tensor, beta: float, normalization: str = "usa", *, method: str = "fourier", tol: float = 1e-16) -> torch.Tensor:
-    """The angle velocity by ``method`` ("fourier", fast, or "dense", pairwise).
+def circle_field(theta: torch.Tensor, beta: float, normalization: str = "usa", *, backend: str = "auto", tol: float = 1e-16) -> torch.Tensor:
+    """The angle velocity by ``backend``: ``"dense"`` (:func:`circle_field_dense`, pairwise) or a
+    Fourier summation, ``"powers"``, ``"grid"`` or ``"auto"`` (:func:`circle_field_fourier`).
 
     Examples
     --------
@@ -399,11 +399,11 @@ def circle_field(theta: torch.Tensor, beta: float, normalization: str = "usa", *
     >>> circle_field(th, 2.0).abs().max().item()
     0.0
     """
-    if method == "fourier":
-        return circle_field_fourier(theta, beta, normalization, tol=tol)
-    if method == "dense":
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "dense":
         return circle_field_dense(theta, beta, normalization)
-    raise ValueError(f"method must be 'fourier' or 'dense', got {method!r}")
+    return circle_field_fourier(theta, beta, normalization, tol=tol, backend=backend)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -416,12 +416,10 @@ class Circle:
         Inverse temperature.
     normalization : {"usa", "softmax"}
         "usa": weights e^{beta cos}/n (paper D's USA); "softmax": SA.
-    method : {"fourier", "dense"}
-        Field evaluation, see :func:`circle_field`.
+    backend : {"auto", "powers", "grid", "dense"}
+        How the field is evaluated, see :func:`circle_field`.
     tol : float
         Fourier truncation tolerance.
-    algorithm : {"auto", "powers", "grid"}
-        How the Fourier field is summed, see :func:`circle_field_fourier`.
 
     Examples
     --------
@@ -434,20 +432,17 @@ class Circle:
 
     beta: float
     normalization: str = "usa"
-    method: str = "fourier"
+    backend: str = "auto"
     tol: float = 1e-16
-    algorithm: str = "auto"
     on_sphere: bool = dataclasses.field(default=False, init=False)
     _K: int = dataclasses.field(default=0, init=False, repr=False, compare=False)  # modes, from beta and tol
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "normalization", check_normalization(self.normalization))
         object.__setattr__(self, "beta", _check_beta_for(self.beta, self.normalization))
-        if self.method not in ("fourier", "dense"):
-            raise ValueError(f"method must be 'fourier' or 'dense', got {self.method!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
         check_positive(self.tol, "tol")
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
         object.__setattr__(self, "_K", fourier_truncation(self.beta, self.tol))
 
     def cast(self, X: torch.Tensor) -> "Circle":
@@ -465,25 +460,9 @@ class Circle:
         NaN scan of every state would cost ~3 % of a step at N = 1e6."""
         if X.ndim != 3 or X.shape[-1] != 1:
             X = _as_angles(X, "X")
-        if self.method == "dense":
+        if self.backend == "dense":
             return circle_field_dense(X, self.beta, self.normalization)
-        return _fourier_field(X[..., 0], self.beta, self.normalization, self._K, self.algorithm).unsqueeze(-1)
-
-
-def uniform_angles(trials: int, n: int, *, generator: torch.Generator, dtype: torch.dtype = torch.float64, device: Any = None) -> torch.Tensor:
-    """I.i.d. uniform angles on [0, 2 pi), shape (trials, n, 1).
-
-    Examples
-    --------
-    >>> th = uniform_angles(2, 5, generator=torch.Generator().manual_seed(1))
-    >>> th.shape, bool((th >= 0).all() and (th < 2 * math.pi).all())
-    (torch.Size([2, 5, 1]), True)
-    """
-    if int(trials) < 1 or int(n) < 1:
-        raise ValueError(f"trials and n must be >= 1, got {trials}, {n}")
-    device = torch.device(device) if device is not None else generator.device
-    check_generator(generator, device)
-    return 2 * math.pi * torch.rand(int(trials), int(n), 1, generator=generator, dtype=dtype, device=device)
+        return _fourier_field(X[..., 0], self.beta, self.normalization, self._K, self.backend).unsqueeze(-1)
 
 
 def to_angles(X: torch.Tensor) -> torch.Tensor:
@@ -533,73 +512,3 @@ def circular_distance(a: Any, b: Any) -> np.ndarray:
     """
     d = np.remainder(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64), 2 * np.pi)
     return np.minimum(d, 2 * np.pi - d)
-
-
-def circle_clusters(theta: Any, bins: int = 256, level: float = 4.0, min_mass: float = 0.02) -> tuple[np.ndarray, np.ndarray]:
-    """Clusters of one configuration of angles: runs of histogram bins denser than ``level`` x uniform.
-
-    A cluster is a maximal circular run of bins whose density exceeds ``level`` times the uniform
-    density 1/(2 pi) and that holds at least ``min_mass`` of the tokens; a uniform cloud has none.
-
-    Parameters
-    ----------
-    theta : (n,) or (n, 1) angles (array or tensor)
-    bins : int
-        Histogram bins on [0, 2 pi).
-    level : float
-        Density threshold in units of the uniform density.
-    min_mass : float
-        Runs holding less than this fraction of the tokens are dropped.
-
-    Returns
-    -------
-    centres : (c,) circular means of the clusters in [0, 2 pi), sorted
-    masses : (c,) their mass fractions
-
-    Examples
-    --------
-    >>> c, w = circle_clusters(np.array([0.0, 0.01, 3.0, 3.02, 6.28]))
-    >>> np.round(c, 2).tolist(), w.tolist()
-    ([0.0, 3.01], [0.6, 0.4])
-    """
-    t = np.asarray(torch.as_tensor(theta).detach().cpu(), dtype=np.float64).reshape(-1)
-    if t.size == 0:
-        raise ValueError("theta must hold at least one angle")
-    if int(bins) < 3:
-        raise ValueError(f"bins must be >= 3, got {bins}")
-    check_positive(level, "level")
-    t = np.remainder(t, 2 * np.pi)
-    idx = np.minimum((t * (bins / (2 * np.pi))).astype(np.int64), bins - 1)
-    counts = np.bincount(idx, minlength=bins)
-    dense = counts > level * t.size / bins
-    if dense.all():
-        runs = [np.arange(bins)]
-    elif not dense.any():
-        runs = []
-    else:
-        start = int(np.nonzero(~dense)[0][0])  # roll so that no run wraps around
-        order = np.roll(np.arange(bins), -start)
-        d = dense[order]
-        edges = np.diff(np.concatenate([[0], d.astype(np.int8), [0]]))
-        runs = [order[a:b] for a, b in zip(np.nonzero(edges == 1)[0], np.nonzero(edges == -1)[0])]
-    centres, masses = [], []
-    for r in runs:
-        members = np.isin(idx, r)
-        w = members.mean()
-        if w < min_mass:
-            continue
-        centres.append(np.remainder(np.angle(np.exp(1j * t[members]).mean()), 2 * np.pi))
-        masses.append(w)
-    order = np.argsort(centres)
-    return np.asarray(centres, dtype=np.float64)[order], np.asarray(masses, dtype=np.float64)[order]
-
-
-def circle_cluster_count(theta: Any, bins: int = 256, level: float = 4.0, min_mass: float = 0.02) -> int:
-    """Number of clusters of :func:`circle_clusters`.
-
-    Examples
-    --------
-    >>> circle_cluster_count(np.array([0.0, 0.01, 2.0, 2.01, 4.0, 4.01]))
-    3
-    """
-    return int(circle_clusters(theta, bins, level, min_mass)[0].size)

@@ -1,15 +1,29 @@
-"""Initial conditions, each drawn from an explicit :class:`torch.Generator`.
+"""Initial conditions and sampling grids, each random draw from an explicit :class:`torch.Generator`.
 
-All return ``(trials, n, d)`` tensors in the requested dtype (float64 by default) on the
-generator's device type.
+Token draws return ``(trials, n, d)`` tensors (angles: ``(trials, n, 1)``) in the requested dtype
+(float64 by default). Numbers are drawn on the generator's device and the result is then moved to
+``device`` (default: the generator's device), so a seed gives one initial state on every device:
+a CPU generator with ``device="cuda"`` draws on the CPU and returns CUDA tensors.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
-from ._validate import check_generator, check_positive
+from ._validate import check_positive
 
-__all__ = ["uniform_sphere", "cone", "cube", "ball", "near_point"]
+__all__ = [
+    "uniform_sphere",
+    "cone",
+    "cube",
+    "ball",
+    "near_point",
+    "uniform_angles",
+    "random_orthogonal",
+    "fibonacci_sphere",
+    "angle_grid",
+]
 
 
 def _sizes(trials: int, n: int, d: int) -> tuple[int, int, int]:
@@ -21,12 +35,18 @@ def _sizes(trials: int, n: int, d: int) -> tuple[int, int, int]:
     return tuple(out)  # type: ignore[return-value]
 
 
-def _device(device, generator) -> torch.device:
+def _devices(device, generator) -> tuple[torch.device, torch.device]:
+    """(where to draw, where to return): draws follow the generator, the result goes to ``device``."""
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
-    device = torch.device(device) if device is not None else (generator.device if generator is not None else torch.device("cpu"))
-    check_generator(generator, device)
-    return device
+    target = torch.device(device) if device is not None else None
+    draw = generator.device if generator is not None else (target or torch.device("cpu"))
+    return draw, (target or draw)
+
+
+def _required(generator) -> None:
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
 
 
 def uniform_sphere(trials: int, n: int, d: int, *, generator: torch.Generator | None = None, dtype=torch.float64, device=None) -> torch.Tensor:
@@ -39,9 +59,9 @@ def uniform_sphere(trials: int, n: int, d: int, *, generator: torch.Generator | 
     (torch.Size([2, 5, 3]), True)
     """
     trials, n, d = _sizes(trials, n, d)
-    device = _device(device, generator)
-    G = torch.randn(trials, n, d, generator=generator, dtype=dtype, device=device)
-    return G / G.norm(dim=-1, keepdim=True)
+    draw, device = _devices(device, generator)
+    G = torch.randn(trials, n, d, generator=generator, dtype=dtype, device=draw)
+    return (G / G.norm(dim=-1, keepdim=True)).to(device)
 
 
 def cone(trials: int, n: int, d: int, delta: float, *, generator: torch.Generator | None = None, axis: torch.Tensor | None = None, dtype=torch.float64, device=None) -> torch.Tensor:
@@ -59,26 +79,26 @@ def cone(trials: int, n: int, d: int, delta: float, *, generator: torch.Generato
     delta = float(delta)
     if not -1.0 <= delta < 1.0:
         raise ValueError(f"delta must lie in [-1, 1), got {delta}")
-    device = _device(device, generator)
-    a = torch.zeros(d, dtype=dtype, device=device)
+    draw, device = _devices(device, generator)
+    a = torch.zeros(d, dtype=dtype, device=draw)
     if axis is None:
         a[0] = 1.0
     else:
-        a = torch.as_tensor(axis, dtype=dtype, device=device).reshape(-1)
+        a = torch.as_tensor(axis, dtype=dtype, device=draw).reshape(-1)
         if a.numel() != d or a.norm() == 0:
             raise ValueError(f"axis must be a non-zero vector of length d = {d}")
         a = a / a.norm()
-    out = torch.empty(trials * n, d, dtype=dtype, device=device)
+    out = torch.empty(trials * n, d, dtype=dtype, device=draw)
     filled = 0
     while filled < trials * n:
-        G = torch.randn(max(256, 4 * (trials * n - filled)), d, generator=generator, dtype=dtype, device=device)
+        G = torch.randn(max(256, 4 * (trials * n - filled)), d, generator=generator, dtype=dtype, device=draw)
         G = G / G.norm(dim=-1, keepdim=True)
         # fold the lower half onto the upper one first: halves the rejections for delta >= 0
         G = torch.where((G @ a < 0)[:, None] & (delta >= 0), -G, G)
         ok = G[G @ a >= delta][: trials * n - filled]
         out[filled : filled + len(ok)] = ok
         filled += len(ok)
-    return out.reshape(trials, n, d)
+    return out.reshape(trials, n, d).to(device)
 
 
 def cube(trials: int, n: int, d: int, half_width: float = 5.0, *, generator: torch.Generator | None = None, dtype=torch.float64, device=None) -> torch.Tensor:
@@ -92,8 +112,8 @@ def cube(trials: int, n: int, d: int, half_width: float = 5.0, *, generator: tor
     """
     trials, n, d = _sizes(trials, n, d)
     half_width = check_positive(half_width, "half_width")
-    device = _device(device, generator)
-    return (2 * torch.rand(trials, n, d, generator=generator, dtype=dtype, device=device) - 1) * half_width
+    draw, device = _devices(device, generator)
+    return ((2 * torch.rand(trials, n, d, generator=generator, dtype=dtype, device=draw) - 1) * half_width).to(device)
 
 
 def ball(trials: int, n: int, d: int, radius: float = 1.0, *, generator: torch.Generator | None = None, dtype=torch.float64, device=None) -> torch.Tensor:
@@ -107,14 +127,15 @@ def ball(trials: int, n: int, d: int, radius: float = 1.0, *, generator: torch.G
     """
     trials, n, d = _sizes(trials, n, d)
     radius = check_positive(radius, "radius")
-    device = _device(device, generator)
-    S = uniform_sphere(trials, n, d, generator=generator, dtype=dtype, device=device)
-    r = torch.rand(trials, n, 1, generator=generator, dtype=dtype, device=device) ** (1.0 / d)
-    return radius * r * S
+    draw, device = _devices(device, generator)
+    S = uniform_sphere(trials, n, d, generator=generator, dtype=dtype, device=draw)
+    r = torch.rand(trials, n, 1, generator=generator, dtype=dtype, device=draw) ** (1.0 / d)
+    return (radius * r * S).to(device)
 
 
 def near_point(point: torch.Tensor, trials: int, n: int, scale: float, *, generator: torch.Generator | None = None, sphere: bool = True, dtype=torch.float64) -> torch.Tensor:
-    """Tokens ``point + delta_i`` with ``delta_i ~ N(0, scale^2 I)``, renormalised if ``sphere``.
+    """Tokens ``point + delta_i`` with ``delta_i ~ N(0, scale^2 I)``, renormalised if ``sphere``,
+    on ``point``'s device.
 
     Used for paper A's ``x_i^0 = u_1 + delta_i`` (eq. 18).
 
@@ -130,8 +151,90 @@ def near_point(point: torch.Tensor, trials: int, n: int, scale: float, *, genera
     if not torch.isfinite(p).all():
         raise ValueError("point has non-finite entries")
     scale = check_positive(scale, "scale", strict=False)
-    device = _device(p.device, generator)
-    X = p.to(device) + scale * torch.randn(trials, n, d, generator=generator, dtype=dtype, device=device)
+    draw, device = _devices(p.device, generator)
+    X = p.to(draw) + scale * torch.randn(trials, n, d, generator=generator, dtype=dtype, device=draw)
     if sphere:
         X = X / X.norm(dim=-1, keepdim=True)
-    return X
+    return X.to(device)
+
+
+def uniform_angles(trials: int, n: int, *, generator: torch.Generator, dtype=torch.float64, device=None) -> torch.Tensor:
+    """Angles i.i.d. uniform on [0, 2 pi), the state of :class:`companion.circle.Circle`: (trials, n, 1).
+
+    Examples
+    --------
+    >>> th = uniform_angles(2, 5, generator=torch.Generator().manual_seed(1))
+    >>> th.shape, bool((th >= 0).all() and (th < 2 * math.pi).all())
+    (torch.Size([2, 5, 1]), True)
+    """
+    _required(generator)
+    trials, n, _ = _sizes(trials, n, 1)
+    draw, device = _devices(device, generator)
+    return (2 * math.pi * torch.rand(trials, n, 1, generator=generator, dtype=dtype, device=draw)).to(device)
+
+
+def random_orthogonal(d: int, *, trials: int | None = None, generator: torch.Generator, dtype=torch.float64, device=None) -> torch.Tensor:
+    """Haar-distributed orthogonal matrices: Q of the QR factorisation of a Gaussian matrix, its columns'
+    signs fixed so that R has a positive diagonal (without the fix Q is not Haar).
+
+    Parameters
+    ----------
+    d : size; trials : number of independent matrices (None: one, without a trials axis).
+
+    Returns
+    -------
+    (d, d), or (trials, d, d) when ``trials`` is given.
+
+    Examples
+    --------
+    >>> Q = random_orthogonal(3, generator=torch.Generator().manual_seed(0))
+    >>> bool(torch.allclose(Q.T @ Q, torch.eye(3, dtype=torch.float64)))
+    True
+    >>> random_orthogonal(3, trials=4, generator=torch.Generator().manual_seed(0)).shape
+    torch.Size([4, 3, 3])
+    """
+    _required(generator)
+    shape = (_sizes(1, 1, d)[2],) * 2 if trials is None else (_sizes(trials, 1, d)[0], int(d), int(d))
+    draw, device = _devices(device, generator)
+    Q, R = torch.linalg.qr(torch.randn(shape, generator=generator, dtype=dtype, device=draw))
+    return (Q * torch.sign(torch.diagonal(R, dim1=-2, dim2=-1))[..., None, :]).to(device)
+
+
+def fibonacci_sphere(trials: int, n: int, *, generator: torch.Generator, dtype=torch.float64, device=None) -> torch.Tensor:
+    """A Fibonacci lattice of n points on S^2, rotated by an independent Haar rotation per trial:
+    (trials, n, 3).
+
+    Point i sits at height ``z_i = 1 - (2 i + 1) / n`` and longitude ``(i + 1/2) pi (3 - sqrt 5)``
+    (the golden angle), so equal areas hold nearly equal numbers of points: the empirical measure is
+    much closer to the uniform law than n i.i.d. draws, and fewer tokens reach the mean-field regime.
+
+    Examples
+    --------
+    >>> X = fibonacci_sphere(2, 100, generator=torch.Generator().manual_seed(0))
+    >>> X.shape, round(X.mean(1).norm(dim=-1).max().item(), 3)  # mean of a uniform law is 0
+    (torch.Size([2, 100, 3]), 0.0)
+    """
+    _required(generator)
+    trials, n, _ = _sizes(trials, n, 3)
+    draw, device = _devices(device, generator)
+    i = torch.arange(n, dtype=dtype, device=draw) + 0.5
+    z = 1 - 2 * i / n
+    r = torch.sqrt(1 - z * z)
+    phi = i * math.pi * (3 - math.sqrt(5))
+    P = torch.stack([r * torch.cos(phi), r * torch.sin(phi), z], -1)
+    Q = random_orthogonal(3, trials=trials, generator=generator, dtype=dtype)
+    return (P[None] @ Q.transpose(-1, -2)).to(device)
+
+
+def angle_grid(M: int, *, dtype=torch.float64, device=None) -> torch.Tensor:
+    """Centres ``(i + 1/2) 2 pi / M`` of M equal cells of [0, 2 pi), i = 0..M-1: (M,).
+
+    Examples
+    --------
+    >>> angle_grid(4).tolist() == [k * math.pi / 4 for k in (1, 3, 5, 7)]
+    True
+    """
+    if int(M) != M or M < 1:
+        raise ValueError(f"M must be a positive integer, got {M!r}")
+    M = int(M)
+    return (torch.arange(M, dtype=dtype, device=device) + 0.5) * (2 * math.pi / M)

@@ -14,16 +14,20 @@ __all__ = [
     "wasserstein",
     "EXACT_LIMIT",
     "rho_min",
+    "SOLVERS",
+    "CLUSTER_CRITERIA",
     "cluster_labels",
     "cluster_count",
+    "cluster_centres",
     "modal_masses",
     "project_to_subspace",
     "distance_to_subspace",
     "interaction_energy",
 ]
 
-# Above this many tokens per measure, method="auto" switches from exact OT to sliced OT.
+# Above this many tokens per measure, solver="auto" switches from exact OT to sliced OT.
 EXACT_LIMIT = 3000
+SOLVERS = ("auto", "exact", "sliced")
 _COSTS = ("euclidean", "chordal", "geodesic")
 
 
@@ -42,13 +46,13 @@ def wasserstein(
     p: float = 2,
     *,
     cost: str = "euclidean",
-    method: str = "auto",
+    solver: str = "auto",
     n_projections: int = 256,
     seed: int = 0,
 ) -> torch.Tensor:
     """Wasserstein distance W_p between the empirical measures of X and Y, trial by trial (POT).
 
-    ``method="exact"`` solves the optimal transport problem (``ot.emd2``, exact, O(n^3)), used by
+    ``solver="exact"`` solves the optimal transport problem (``ot.emd2``, exact, O(n^3)), used by
     ``"auto"`` while both measures have at most :data:`EXACT_LIMIT` tokens; ``"sliced"`` uses the
     sliced Wasserstein distance (``ot.sliced_wasserstein_distance`` with ``n_projections`` random
     directions drawn from ``seed``), an upper-bounded proxy, not W_p itself: it is a lower bound
@@ -60,6 +64,8 @@ def wasserstein(
     p : order, >= 1.
     cost : ``"euclidean"``, ``"chordal"`` (the same, for points on a sphere) or ``"geodesic"``
         (arc length on the unit sphere; tokens must be unit vectors).
+    solver : ``"auto"``, ``"exact"`` or ``"sliced"`` (above); the integrator's choice is called
+        ``method``, the kernel's ``backend``.
 
     Returns
     -------
@@ -84,18 +90,18 @@ def wasserstein(
         raise ValueError(f"p must be >= 1, got {p}")
     if cost not in _COSTS:
         raise ValueError(f"cost must be one of {_COSTS}, got {cost!r}")
-    if method not in ("auto", "exact", "sliced"):
-        raise ValueError(f"method must be 'auto', 'exact' or 'sliced', got {method!r}")
-    if method == "auto":
-        method = "exact" if max(X.shape[1], Y.shape[1]) <= EXACT_LIMIT else "sliced"
-    if method == "sliced" and cost == "geodesic":
-        raise ValueError("method='sliced' supports the euclidean/chordal cost only; use method='exact' for cost='geodesic'")
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    if solver == "auto":
+        solver = "exact" if max(X.shape[1], Y.shape[1]) <= EXACT_LIMIT else "sliced"
+    if solver == "sliced" and cost == "geodesic":
+        raise ValueError("solver='sliced' supports the euclidean/chordal cost only; use solver='exact' for cost='geodesic'")
     Xn = X.detach().cpu().double().numpy()
     Yn = Y.detach().cpu().double().numpy()
     out = []
     for t in range(Xn.shape[0]):
         x, y = Xn[t], Yn[t if Yn.shape[0] > 1 else 0]
-        if method == "exact":
+        if solver == "exact":
             a = np.full(len(x), 1.0 / len(x))
             b = np.full(len(y), 1.0 / len(y))
             val = float(ot.emd2(a, b, _cost_matrix(x, y, cost, p), numItermax=10_000_000)) ** (1.0 / p)
@@ -149,15 +155,129 @@ def cluster_labels(X: torch.Tensor, tol: float) -> torch.Tensor:
         labels = new
 
 
-def cluster_count(X: torch.Tensor, tol: float) -> torch.Tensor:
-    """Number of single-linkage clusters at distance ``tol`` per trial, (trials,) int64.
+CLUSTER_CRITERIA = ("linkage", "density")
+
+
+def _cluster_args(X, tol, criterion, bins, level, min_mass) -> tuple[torch.Tensor, dict]:
+    """Checked tokens and the criterion's parameters (a parameter of the other criterion is refused)."""
+    if criterion not in CLUSTER_CRITERIA:
+        raise ValueError(f"criterion must be one of {CLUSTER_CRITERIA}, got {criterion!r}")
+    X = as_tokens(X)
+    if criterion == "linkage":
+        if tol is None:
+            raise ValueError("criterion='linkage' needs tol, the linking distance")
+        given = [k for k, v in (("bins", bins), ("level", level), ("min_mass", min_mass)) if v is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} apply to criterion='density' only")
+        return X, {"tol": check_positive(tol, "tol")}
+    if tol is not None:
+        raise ValueError("tol applies to criterion='linkage' only; criterion='density' takes bins, level and min_mass")
+    if X.shape[-1] != 1:
+        raise ValueError(f"criterion='density' counts clusters of angles on the circle: X must be (trials, n, 1), got {tuple(X.shape)}")
+    bins = 256 if bins is None else bins
+    if int(bins) != bins or bins < 3:
+        raise ValueError(f"bins must be an integer >= 3, got {bins!r}")
+    return X, {"bins": int(bins), "level": check_positive(4.0 if level is None else level, "level"),
+               "min_mass": check_positive(0.02 if min_mass is None else min_mass, "min_mass", strict=False)}
+
+
+def _density_clusters(theta: np.ndarray, bins: int, level: float, min_mass: float) -> tuple[np.ndarray, np.ndarray]:
+    """Runs of dense histogram bins of one configuration of angles (n,): sorted centres (k,), masses (k,)."""
+    t = np.remainder(theta, 2 * np.pi)
+    idx = np.minimum((t * (bins / (2 * np.pi))).astype(np.int64), bins - 1)
+    counts = np.bincount(idx, minlength=bins)
+    dense = counts > level * t.size / bins
+    if dense.all():
+        runs = [np.arange(bins)]
+    elif not dense.any():
+        runs = []
+    else:
+        start = int(np.nonzero(~dense)[0][0])  # roll so that no run wraps around
+        order = np.roll(np.arange(bins), -start)
+        d = dense[order]
+        edges = np.diff(np.concatenate([[0], d.astype(np.int8), [0]]))
+        runs = [order[a:b] for a, b in zip(np.nonzero(edges == 1)[0], np.nonzero(edges == -1)[0])]
+    centres, masses = [], []
+    for r in runs:
+        members = np.isin(idx, r)
+        w = members.mean()
+        if w < min_mass:
+            continue
+        centres.append(np.remainder(np.angle(np.exp(1j * t[members]).mean()), 2 * np.pi))
+        masses.append(w)
+    order = np.argsort(centres)
+    return np.asarray(centres, dtype=np.float64)[order], np.asarray(masses, dtype=np.float64)[order]
+
+
+def cluster_centres(X: torch.Tensor, tol: float | None = None, *, criterion: str = "linkage", bins: int | None = None,
+                    level: float | None = None, min_mass: float | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The clusters of each trial: their centres and the fraction of the tokens each holds.
+
+    Two criteria define a cluster:
+
+    * ``"linkage"`` (tokens in any dimension): single linkage at distance ``tol``, the connected
+      components of :func:`cluster_labels`; a centre is the mean of its tokens, clusters in the
+      order of their smallest token index.
+    * ``"density"`` (angles on the circle, X : (trials, n, 1)): a maximal circular run of the
+      ``bins`` equal histogram bins of [0, 2 pi) whose density exceeds ``level`` times the uniform
+      density 1 / (2 pi) and that holds at least ``min_mass`` of the tokens (defaults 256, 4 and
+      0.02); a centre is the circular mean of its tokens in [0, 2 pi), clusters sorted by centre.
+      A uniform cloud has none, whatever n; a token outside every run belongs to no cluster.
+
+    Parameters
+    ----------
+    X : (trials, n, d) tokens, or (n, d) for one trial.
+    tol : linking distance (criterion ``"linkage"`` only, where it is required).
+    criterion : ``"linkage"`` or ``"density"``; bins, level, min_mass : for ``"density"`` only.
+
+    Returns
+    -------
+    list over trials of ``(centres (k, d), masses (k,))`` float64 numpy arrays.
+
+    Examples
+    --------
+    >>> X = torch.tensor([[0.0, 0.0], [0.0, 0.1], [2.0, 0.0]], dtype=torch.float64)
+    >>> [c.tolist() for c in cluster_centres(X, 0.5)[0]]
+    [[[0.0, 0.05], [2.0, 0.0]], [0.6666666666666666, 0.3333333333333333]]
+    >>> th = torch.tensor([[0.0], [0.01], [3.0], [3.02], [6.28]], dtype=torch.float64)
+    >>> c, w = cluster_centres(th, criterion="density")[0]
+    >>> c.round(2).tolist(), w.tolist()
+    ([[0.0], [3.01]], [0.6, 0.4])
+    """
+    X, kw = _cluster_args(X, tol, criterion, bins, level, min_mass)
+    out = []
+    if criterion == "density":
+        for t in X[..., 0].detach().cpu().double().numpy():
+            c, w = _density_clusters(t, **kw)
+            out.append((c[:, None], w))
+        return out
+    lab = cluster_labels(X, kw["tol"])
+    n = X.shape[1]
+    for tr in range(X.shape[0]):
+        members = [lab[tr] == u for u in torch.unique(lab[tr])]
+        centres = np.stack([X[tr, m].mean(0).cpu().numpy() for m in members])
+        out.append((centres, np.array([int(m.sum()) / n for m in members], dtype=np.float64)))
+    return out
+
+
+def cluster_count(X: torch.Tensor, tol: float | None = None, *, criterion: str = "linkage", bins: int | None = None,
+                  level: float | None = None, min_mass: float | None = None) -> torch.Tensor:
+    """Number of clusters per trial, (trials,) int64 on X's device; the criteria are those of
+    :func:`cluster_centres` (single linkage at distance ``tol`` by default).
 
     Examples
     --------
     >>> cluster_count(torch.tensor([[0.0, 0.0], [0.05, 0.0], [1.0, 0.0]]), 0.1)
     tensor([2])
+    >>> th = torch.tensor([[0.0], [0.01], [2.0], [2.01], [4.0], [4.01]], dtype=torch.float64)
+    >>> cluster_count(th, criterion="density")
+    tensor([3])
     """
-    lab = cluster_labels(X, tol)
+    X, kw = _cluster_args(X, tol, criterion, bins, level, min_mass)
+    if criterion == "density":
+        counts = [_density_clusters(t, **kw)[0].size for t in X[..., 0].detach().cpu().double().numpy()]
+        return torch.tensor(counts, dtype=torch.int64, device=X.device)
+    lab = cluster_labels(X, kw["tol"])
     n = lab.shape[1]
     return (lab == torch.arange(n, device=lab.device)).sum(dim=-1)
 

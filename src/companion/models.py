@@ -1,25 +1,31 @@
-"""The particle models of the four papers, as frozen dataclasses sharing one protocol.
+"""The particle models of the four papers, as frozen dataclasses sharing one protocol, :class:`Model`.
 
-A model has ``on_sphere`` (bool), ``validate(X) -> X`` (shape, finiteness, sphere checks; raises
-clear errors), ``cast(X) -> model`` (parameters moved to X's device and dtype) and
-``vector_field(t, X) -> dX/dt``, all with ``X : (trials, n, d)``. :func:`companion.integrate.simulate`
-integrates any object with this protocol.
+A model has ``on_sphere`` (bool: the state is retracted onto the unit sphere after every step),
+``validate(X) -> X`` (shape, finiteness, sphere checks; raises clear errors), ``cast(X) -> model``
+(parameters moved to X's device and dtype) and ``vector_field(t, X) -> dX/dt``, all with
+``X : (trials, n, d)``. :func:`companion.integrate.simulate` integrates any object with this protocol
+and refuses, naming what is missing, one without it. Besides the classes below,
+:class:`companion.circle.Circle` (paper D on the circle, in angle form) and
+:class:`companion.experiments.spectral_selection.ModalModel` (paper C's modal coordinates) follow it.
 
 ==============================  =================================================================
 model                           paper and equation
 ==============================  =================================================================
 :class:`Euclidean`              A (Koubbi et al.) eq. (6): tokens in R^d
 :class:`Rescaled`               A eq. (7): z = e^{-tV} x
+:class:`ScaleCappedRescaled`    A eq. (7) over long horizons (the logit scale capped, App. E.3)
 :class:`Sphere`                 A eq. (8) (post-LayerNorm); B eq. (1) with A = B^T; C eq. (2.2)
                                 with A = V; D's SA (softmax) and USA (1/n) models with A = V = I
 :class:`ZeroTemperature`        B eq. (3): the beta -> infinity limit, x' = P_x M x / |B^T x|
 :class:`LayerMap`               A eq. (18): x <- N(x + (1/L) B_l[mu](x)), one step per layer
+                                (a map, run by :func:`iterate_layers`, not by ``simulate``)
 ==============================  =================================================================
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+import math
+from typing import ClassVar, Protocol, runtime_checkable
 
 import torch
 
@@ -27,12 +33,17 @@ from ._validate import as_tokens, check_beta, check_matrix, check_on_sphere, che
 from .attention import NORMALIZATIONS, attend, attention_field, field_unchecked, tangent_project
 
 __all__ = [
+    "Model",
+    "check_model",
     "Euclidean",
     "Rescaled",
+    "ScaleCappedRescaled",
     "Sphere",
     "ZeroTemperature",
     "LayerMap",
     "tangent_project",
+    "tangent_basis",
+    "tangent_jacobian",
     "from_qkv",
     "lora_post_layernorm",
     "low_temperature",
@@ -41,6 +52,64 @@ __all__ = [
     "random_value_adapters",
     "iterate_layers",
 ]
+
+
+@runtime_checkable
+class Model(Protocol):
+    """What :func:`companion.integrate.simulate` requires of a model. X : (trials, n, d) throughout.
+
+    Attributes
+    ----------
+    on_sphere : bool
+        True when the state lives on the unit sphere: the integrator renormalises every token after
+        each step (the retraction), so the field must be tangent.
+
+    Methods
+    -------
+    validate(X) -> X
+        Check the initial state against the model (shape, finiteness, sphere, parameter sizes);
+        return it as (trials, n, d) or raise ValueError / TypeError naming the problem. Called once.
+    cast(X) -> model
+        The model with its tensor parameters on X's device and dtype. Called once, after validate.
+    vector_field(t, X) -> dX/dt
+        The velocity of every token at time t, (trials, n, d) on X's device and dtype. Called at
+        every stage of every step, on states the integrator produced: it need not check them.
+
+    Examples
+    --------
+    >>> isinstance(Sphere(), Model), isinstance(torch.eye(2), Model)
+    (True, False)
+    """
+
+    on_sphere: bool
+
+    def validate(self, X: torch.Tensor) -> torch.Tensor: ...
+
+    def cast(self, X: torch.Tensor) -> "Model": ...
+
+    def vector_field(self, t: float, X: torch.Tensor) -> torch.Tensor: ...
+
+
+_MODEL_METHODS = ("validate", "cast", "vector_field")
+
+
+def check_model(model: object, name: str = "model") -> None:
+    """Raise TypeError naming every member of :class:`Model` that ``model`` lacks.
+
+    Examples
+    --------
+    >>> check_model(Sphere())
+    >>> check_model(object())
+    Traceback (most recent call last):
+    ...
+    TypeError: model must follow the companion.models.Model protocol: object lacks on_sphere, validate(X), cast(X), vector_field(t, X)
+    """
+    missing = [] if hasattr(model, "on_sphere") else ["on_sphere"]
+    signatures = {"validate": "validate(X)", "cast": "cast(X)", "vector_field": "vector_field(t, X)"}
+    missing += [signatures[m] for m in _MODEL_METHODS if not callable(getattr(model, m, None))]
+    if missing:
+        raise TypeError(f"{name} must follow the companion.models.Model protocol: "
+                        f"{type(model).__name__} lacks {', '.join(missing)}")
 
 
 def _eye_like(d: int, X: torch.Tensor) -> torch.Tensor:
@@ -145,6 +214,67 @@ class Rescaled(_AttentionModel):
 
 
 @dataclasses.dataclass(frozen=True)
+class ScaleCappedRescaled:
+    """The rescaled dynamics (7) with the common logit scale capped for long horizons (paper A, App. E.3).
+
+    ``<A e^{tV} z_i, e^{tV} z_j> = e^{2 lambda_1 t} <A D z_i, D z_j>`` with ``D = e^{t(V - lambda_1)}``
+    (lambda_1 the top real eigenvalue of V). The factor ``e^{2 lambda_1 t}`` overflows float64 near
+    t = 350; this model uses ``e^{2 lambda_1 min(t, t_cap)}`` instead. For ``t_cap`` beyond a few tens
+    the softmax is already an exact argmax in float64, so the cap changes no weight (tested), while
+    the relative factor D, which drives the bifurcation, is kept exactly.
+
+    Parameters
+    ----------
+    A, V : (d, d) or (trials, d, d), every trial's V with the same top eigenvalue; t_cap : cap on
+        the scale time.
+
+    Examples
+    --------
+    >>> m = ScaleCappedRescaled(A=torch.eye(2, dtype=torch.float64), V=torch.eye(2, dtype=torch.float64))
+    >>> m.vector_field(0.0, torch.tensor([[[1.0, 0.0], [1.0, 0.0]]], dtype=torch.float64))
+    tensor([[[0., 0.],
+             [0., 0.]]], dtype=torch.float64)
+    """
+
+    A: torch.Tensor
+    V: torch.Tensor
+    t_cap: float = 150.0
+    # Set by cast (once per simulate): V - lambda_1 I and max lambda_1, so a step needs no eigvals
+    # (a host sync on a GPU) and no Python float of a device tensor.
+    shifted: torch.Tensor | None = dataclasses.field(default=None, repr=False)
+    lam1_max: float | None = None
+
+    on_sphere: ClassVar[bool] = False
+
+    def validate(self, X: torch.Tensor) -> torch.Tensor:
+        X = as_tokens(X, "x0")
+        _check_params(self, X, ("A", "V"))
+        return X
+
+    def _top(self, V: torch.Tensor) -> torch.Tensor:
+        return torch.linalg.eigvals(V).real.amax(dim=-1)  # () or (trials,)
+
+    def cast(self, X: torch.Tensor) -> "ScaleCappedRescaled":
+        V = self.V.to(X)
+        lam1 = self._top(V)
+        if lam1.ndim and not torch.allclose(lam1, lam1.max().expand_as(lam1)):
+            raise ValueError("ScaleCappedRescaled needs the same top eigenvalue in every trial's V")
+        eye = torch.eye(X.shape[-1], dtype=X.dtype, device=X.device)
+        return dataclasses.replace(self, A=self.A.to(X), V=V, shifted=V - lam1[..., None, None] * eye,
+                                   lam1_max=float(lam1.max()))
+
+    def vector_field(self, t: float, X: torch.Tensor) -> torch.Tensor:
+        m = self if self.shifted is not None else self.cast(X)
+        A, V = m.A, m.V
+        D = torch.linalg.matrix_exp(t * m.shifted)
+        Y = torch.matmul(X, D.transpose(-1, -2))  # D z
+        q = torch.matmul(Y, A.transpose(-1, -2))
+        VZ = torch.matmul(X, V.transpose(-1, -2))
+        beta = math.exp(2 * m.lam1_max * min(float(t), self.t_cap))
+        return attend(q, Y, VZ, beta) - VZ
+
+
+@dataclasses.dataclass(frozen=True)
 class Sphere(_AttentionModel):
     """Post-LayerNorm dynamics on the sphere: ``x_i' = P_{x_i} sum_j w_ij V x_j``.
 
@@ -203,6 +333,82 @@ class ZeroTemperature:
         BtX = torch.matmul(X, self.B)  # rows (B^T x_i)^T
         MX = torch.matmul(BtX, self.V.transpose(-1, -2))  # rows (V B^T x_i)^T
         return tangent_project(X, MX) / BtX.norm(dim=-1, keepdim=True)
+
+
+def tangent_basis(X: torch.Tensor) -> torch.Tensor:
+    """Orthonormal bases of the tangent spaces ``x_i^perp``. X: (n, d) unit rows -> (n, d, d-1).
+
+    Examples
+    --------
+    >>> B = tangent_basis(torch.tensor([[0.0, 0.0, 1.0]], dtype=torch.float64))
+    >>> B.shape, float((B[0].T @ torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)).abs().max())
+    (torch.Size([1, 3, 2]), 0.0)
+    """
+    X = as_tokens(X)[0]
+    _, _, Vh = torch.linalg.svd(X[:, None, :])  # (n, d, d): first row spans x_i, the rest x_i^perp
+    return Vh[:, 1:, :].transpose(-1, -2)
+
+
+JACOBIAN_MODES = ("autograd", "fd")
+
+
+def tangent_jacobian(model: Model, X: torch.Tensor, *, mode: str = "autograd", h: float = 1e-6) -> torch.Tensor:
+    """Jacobian of a sphere model's field at one configuration X, on the tangent spaces.
+
+    With ``B_i`` the tangent basis at x_i (:func:`tangent_basis`), the (i, j) block is
+    ``B_i^T (dF_i / dx_j) B_j``; at an equilibrium this is the linearisation of the dynamics on the
+    sphere, whose eigenvalues decide its stability. ``mode`` is how the derivative is taken:
+
+    * ``"autograd"``: :func:`torch.autograd.functional.jacobian` of the field in the ambient space,
+      restricted and projected with the tangent bases;
+    * ``"fd"``: central differences, step ``h``, of ``y -> B^T F(N(X + B y))`` (N = renormalisation):
+      an independent computation that never differentiates the field's ambient extension.
+
+    Parameters
+    ----------
+    model : a :class:`Model` with ``on_sphere`` (e.g. :func:`spectral`); X : (n, d) unit tokens, in
+        float64.
+
+    Returns
+    -------
+    (n (d-1), n (d-1)) float64 tensor.
+
+    Examples
+    --------
+    >>> V = torch.diag(torch.tensor([1.0, 0.5], dtype=torch.float64))
+    >>> tangent_jacobian(spectral(V, 1.0), torch.tensor([[1.0, 0.0]], dtype=torch.float64))  # one token at e_1: lambda_2 - lambda_1
+    tensor([[-0.5000]], dtype=torch.float64)
+    """
+    if mode not in JACOBIAN_MODES:
+        raise ValueError(f"mode must be one of {JACOBIAN_MODES}, got {mode!r}")
+    check_model(model)
+    if not model.on_sphere:
+        raise ValueError(f"tangent_jacobian needs a model on the sphere, got {type(model).__name__} with on_sphere = False")
+    X = as_tokens(X, "X")[0].to(torch.float64)
+    X = model.validate(X[None])[0]
+    model = model.cast(X)
+    n, d = X.shape
+    B = tangent_basis(X)  # (n, d, d-1)
+
+    def field(Y: torch.Tensor) -> torch.Tensor:
+        return model.vector_field(0.0, Y[None])[0]
+
+    if mode == "autograd":
+        J = torch.autograd.functional.jacobian(field, X)  # (n, d, n, d)
+        return torch.einsum("iak,iajb,jbl->ikjl", B, J, B).reshape(n * (d - 1), n * (d - 1))
+
+    def g(y: torch.Tensor) -> torch.Tensor:
+        Y = X + torch.einsum("iak,ik->ia", B, y.reshape(n, d - 1))
+        Y = Y / Y.norm(dim=-1, keepdim=True)
+        return torch.einsum("iak,ia->ik", B, field(Y)).reshape(-1)
+
+    m = n * (d - 1)
+    cols = []
+    for c in range(m):
+        e = torch.zeros(m, dtype=torch.float64)
+        e[c] = h
+        cols.append((g(e) - g(-e)) / (2 * h))
+    return torch.stack(cols, dim=1)
 
 
 def from_qkv(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, beta: float = 1.0, *, geometry: str = "sphere", **kw):

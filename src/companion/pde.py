@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from ._validate import check_beta, check_generator, check_normalization, check_positive
+from .init import angle_grid
 
 __all__ = [
     "face_velocity",
@@ -44,8 +45,7 @@ def _check_u(u: Any) -> torch.Tensor:
 
 def _kernel_fft(M: int, beta: float, dtype: torch.dtype, device: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """FFTs of g(p) e^{-beta} and e^{beta (cos p - 1)} sampled at p = (m + 1/2) dx (face minus centre)."""
-    dx = 2 * math.pi / M
-    p = (torch.arange(M, dtype=dtype, device=device) + 0.5) * dx
+    p = angle_grid(M, dtype=dtype, device=device)
     e = torch.exp(beta * (torch.cos(p) - 1.0))
     return torch.fft.rfft(e * torch.sin(p)), torch.fft.rfft(e)
 
@@ -130,7 +130,7 @@ def solve_mean_field(
 
     Examples
     --------
-    >>> M = 128; th = (torch.arange(M, dtype=torch.float64) + 0.5) * 2 * math.pi / M
+    >>> th = angle_grid(128)
     >>> u0 = (1 + 0.1 * torch.cos(2 * th)) / (2 * math.pi)
     >>> ts, us, st = solve_mean_field(u0, 2.0, 0.2)
     >>> st["mass_drift"] < 1e-13, bool(us[-1].max() > u0.max())
@@ -224,7 +224,7 @@ def density_moments(u: torch.Tensor, K: int) -> torch.Tensor:
     u = _check_u(u)
     M = u.shape[-1]
     dx = 2 * math.pi / M
-    th = (torch.arange(M, dtype=u.dtype, device=u.device) + 0.5) * dx
+    th = angle_grid(M, dtype=u.dtype, device=u.device)
     k = torch.arange(K + 1, dtype=u.dtype, device=u.device)
     E = torch.exp(1j * k[:, None] * th[None, :])
     return (u.to(E.dtype) @ E.T) * dx
@@ -247,7 +247,7 @@ def circle_w1(theta: Any, u: torch.Tensor, samples: int = 16) -> float:
     dx = 2 * math.pi / M
     t = np.sort(np.remainder(np.asarray(torch.as_tensor(theta).detach().cpu(), dtype=np.float64).reshape(-1), 2 * np.pi))
     S = M * int(samples)
-    x = (np.arange(S) + 0.5) * (2 * np.pi / S)
+    x = angle_grid(S).numpy()
     F = np.searchsorted(t, x, side="right") / t.size
     mass = u.detach().cpu().numpy() * dx
     cdf = np.concatenate([[0.0], np.cumsum(mass)])

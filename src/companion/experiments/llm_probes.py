@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from . import experiment, plots
+from .. import fits
 from .._validate import check_positive
 
 __all__ = [
@@ -99,13 +100,8 @@ def transition_norm(norms: Sequence[float], ppl: Sequence[float], ppl0: float, f
     >>> round(transition_norm([1, 10, 100], [10, 10, 40], 10.0), 3)   # 20 = 10 * 2: log-interp
     31.623
     """
-    n = np.log(np.asarray(norms, float))
-    y = np.log(np.asarray(ppl, float) / ppl0)
     t = math.log(check_positive(factor, "factor"))
-    for i in range(1, len(n)):
-        if y[i] >= t > y[i - 1]:
-            return float(np.exp(n[i - 1] + (t - y[i - 1]) * (n[i] - n[i - 1]) / (y[i] - y[i - 1])))
-    return float("nan") if y[0] < t else float(np.exp(n[0]))
+    return float(np.exp(fits.first_crossing(np.log(np.asarray(norms, float)), np.log(np.asarray(ppl, float) / ppl0), t)))
 
 
 @experiment("llm_random_adapters", chapter=CHAPTER)

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from .. import init, metrics, models
+from .. import fits, init, metrics, models
 from ..integrate import simulate
 from ..theory import low_temperature as lt
 from . import experiment, plots
@@ -26,10 +26,7 @@ __all__ = [
     "FIG3_V",
     "FABS_B",
     "FABS_V",
-    "fibonacci_sphere",
     "simulate_betas",
-    "exit_time",
-    "linear_fit",
     "figure3",
     "beta_comparison",
     "rate_in_beta",
@@ -64,32 +61,6 @@ def _profile(profile: str) -> str:
     if profile not in _PROFILES:
         raise ValueError(f"profile must be one of {_PROFILES}, got {profile!r}")
     return profile
-
-
-def fibonacci_sphere(trials: int, n: int, *, generator: torch.Generator, dtype=_F64, device=None) -> torch.Tensor:
-    """A quasi-uniform Fibonacci lattice of n points on S^2, randomly rotated per trial.
-
-    Its empirical measure is much closer to the uniform law than n i.i.d. draws, so fewer tokens
-    reach the mean-field regime. Returns (trials, n, 3).
-
-    Examples
-    --------
-    >>> X = fibonacci_sphere(2, 100, generator=torch.Generator().manual_seed(0))
-    >>> X.shape, round(X.mean(1).norm(dim=-1).max().item(), 3)  # mean of a uniform law is 0
-    (torch.Size([2, 100, 3]), 0.0)
-    """
-    if int(n) != n or n < 1 or int(trials) != trials or trials < 1:
-        raise ValueError(f"trials and n must be positive integers, got {trials!r}, {n!r}")
-    i = torch.arange(n, dtype=dtype) + 0.5
-    z = 1 - 2 * i / n
-    r = torch.sqrt(1 - z * z)
-    phi = i * math.pi * (3 - math.sqrt(5))
-    P = torch.stack([r * torch.cos(phi), r * torch.sin(phi), z], -1)
-    G = torch.randn(trials, 3, 3, generator=generator, dtype=dtype)
-    Qr, R = torch.linalg.qr(G)
-    Qr = Qr * torch.sign(torch.diagonal(R, dim1=-2, dim2=-1))[:, None, :]  # Haar-distributed rotation
-    X = P[None] @ Qr.transpose(-1, -2)
-    return X.to(device) if device is not None else X
 
 
 def simulate_betas(B, V, betas: Sequence[float], x0: torch.Tensor, t1: float, *, dt: float = 0.01, save_at=None, method: str = "euler"):
@@ -129,42 +100,11 @@ def _w(xs: torch.Tensor, x0: torch.Tensor, v: torch.Tensor, p: int = 2) -> torch
     return torch.stack([lt.wasserstein_to_pi(x, x0, v, p) for x in xs])
 
 
-def exit_time(ts, w, level: float) -> float:
+def _exit_time(ts, w, level: float) -> float:
     """End of the metastable phase: the first time after the minimum of ``w`` at which ``w`` reaches
-    ``level`` (linear interpolation between saved times); ``nan`` if it never does.
-
-    Examples
-    --------
-    >>> exit_time([0.0, 1.0, 2.0, 3.0], [1.0, 0.1, 0.3, 0.7], 0.5)
-    2.5
-    """
-    ts = np.asarray(ts, dtype=float)
-    w = np.asarray(w, dtype=float)
-    i0 = int(np.argmin(w))
-    for i in range(i0 + 1, len(w)):
-        if w[i] >= level:
-            a, b = w[i - 1], w[i]
-            return float(ts[i - 1] + (level - a) / (b - a) * (ts[i] - ts[i - 1]))
-    return float("nan")
-
-
-def linear_fit(x, y) -> dict[str, float]:
-    """Least-squares line ``y = slope x + intercept`` and its R^2.
-
-    Examples
-    --------
-    >>> linear_fit([0, 1, 2], [1, 3, 5])
-    {'slope': 2.0, 'intercept': 1.0, 'r2': 1.0}
-    """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if x.shape != y.shape or x.size < 2:
-        raise ValueError("x and y need the same length >= 2")
-    slope, intercept = np.polyfit(x, y, 1)
-    ss_res = float(((y - (slope * x + intercept)) ** 2).sum())
-    ss_tot = float(((y - y.mean()) ** 2).sum())
-    r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
-    return {"slope": round(float(slope), 12), "intercept": round(float(intercept), 12), "r2": round(r2, 12)}
+    ``level`` (interpolated between saved times); nan if it never does."""
+    ts, w = (torch.as_tensor(a, dtype=torch.float64).cpu().numpy() for a in (ts, w))
+    return fits.first_crossing(ts, w, level, start=ts[int(np.argmin(w))])
 
 
 def _alignment(xs: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
@@ -189,7 +129,7 @@ def figure3(profile: str = "fast", device: str = "cpu", *, seeds: int | None = N
     v = E.basis[:, 0].to(x0)
     w2 = _w(xs, x0, v, 2)
     w1 = _w(xs, x0, v, 1)
-    exits = [exit_time(ts, w2[:, s], level) for s in range(seeds)]
+    exits = [_exit_time(ts, w2[:, s], level) for s in range(seeds)]
     return {
         "ts": ts.cpu().numpy(),
         "w2": w2.cpu().numpy(),
@@ -240,9 +180,9 @@ def beta_comparison(profile: str = "fast", device: str = "cpu", *, betas: Sequen
     w2 = torch.stack([_w(xs[:, k], x0, v, 2) for k in range(len(betas))], 1)  # (T, K, S)
     zt = simulate(models.ZeroTemperature(B=FIG3_B, V=FIG3_V), x0, t1, method="euler", dt=dt, save_at=save)
     w2_inf = _w(zt.xs, x0, v, 2)  # (T, S)
-    exits = np.array([[exit_time(ts, w2[:, k, s], level) for s in range(seeds)] for k in range(len(betas))])
+    exits = np.array([[_exit_time(ts, w2[:, k, s], level) for s in range(seeds)] for k in range(len(betas))])
     mean_exit = np.nanmean(exits, axis=1)
-    fit = linear_fit(np.log(np.asarray(betas)), mean_exit)
+    fit = fits.line_fit(np.log(np.asarray(betas)), mean_exit)
     return {
         "ts": ts.cpu().numpy(),
         "betas": np.asarray(betas, dtype=float),
@@ -289,7 +229,7 @@ def rate_in_beta(profile: str = "fast", device: str = "cpu", *, betas: Sequence[
     n = n or {"fast": 1500, "full": 12000}[profile]
     exact_w2 = (n <= 2000) if exact_w2 is None else exact_w2
     g = torch.Generator().manual_seed(seed)
-    x0 = fibonacci_sphere(seeds, n, generator=g).to(device)
+    x0 = init.fibonacci_sphere(seeds, n, generator=g, device=device)
     _, xs = simulate_betas(FIG3_B, FIG3_V, betas, x0, t, dt=dt)
     zt = simulate(models.ZeroTemperature(B=FIG3_B, V=FIG3_V), x0, t, method="euler", dt=dt)
     xb, xz = xs[-1], zt.final  # (K, S, n, d), (S, n, d)
@@ -297,8 +237,8 @@ def rate_in_beta(profile: str = "fast", device: str = "cpu", *, betas: Sequence[
     w2 = np.array([metrics.wasserstein(xb[k], xz).mean().item() for k in range(len(betas))]) if exact_w2 else None
     rate = lt.concentration_rate(torch.tensor(betas, dtype=_F64)).cpu().numpy()
     lb = np.log(np.asarray(betas))
-    fit_beta = linear_fit(lb, np.log(coupling))
-    fit_rate = linear_fit(np.log(rate), np.log(coupling))
+    fit_beta = fits.line_fit(lb, np.log(coupling))
+    fit_rate = fits.line_fit(np.log(rate), np.log(coupling))
     return {
         "betas": np.asarray(betas, dtype=float),
         "coupling": coupling,
@@ -357,7 +297,7 @@ def zero_temperature_rate(profile: str = "fast", device: str = "cpu", *, n_large
 
     def rate(w, window):
         m = (ts >= window[0]) & (ts <= window[1])
-        return -linear_fit(ts[m], np.log(w.mean(-1)[m]))["slope"]
+        return -fits.line_fit(ts[m], np.log(w.mean(-1)[m]))["slope"]
 
     out["rate_mean_field"] = rate(out["large"]["w2"], window_mf)
     out["rate_late"] = rate(out["small"]["w2"], window_late)

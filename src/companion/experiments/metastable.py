@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..circle import Circle, circle_cluster_count, circle_clusters, circle_moments, circular_distance, uniform_angles, wrap
-from ..init import uniform_sphere
+from .. import fits
+from ..circle import Circle, circle_moments, circular_distance, wrap
+from ..init import uniform_angles, uniform_sphere
+from ..metrics import cluster_centres, cluster_count
 from ..integrate import simulate
 from ..models import metastable as sphere_model
 from ..pde import circle_w1, density_moments, noisy_uniform, quantile_tokens, solve_mean_field
@@ -34,7 +36,6 @@ __all__ = [
     "mean_field_pde",
     "sphere_rates",
     "harmonic_energy",
-    "fit_rate",
     "plot_linear_rates",
     "plot_lnN_law",
     "plot_official_run",
@@ -65,23 +66,9 @@ def _threads(n: int | None):
 
 
 def _angles(trials: int, n: int, seed: int, device: Any) -> torch.Tensor:
-    """I.i.d. uniform angles (trials, n, 1) from a CPU generator seeded ``seed``, moved to ``device``:
-    a seed gives the same angles on every device."""
-    return uniform_angles(trials, n, generator=torch.Generator().manual_seed(seed)).to(device)
-
-
-def fit_rate(ts: Any, log_amp: Any) -> float:
-    """Least-squares slope of ``log_amp`` against ``ts``.
-
-    Examples
-    --------
-    >>> round(fit_rate([0, 1, 2], [1.0, 3.0, 5.0]), 12)
-    2.0
-    """
-    ts, y = np.asarray(ts, dtype=np.float64), np.asarray(log_amp, dtype=np.float64)
-    if ts.size < 2 or ts.shape != y.shape:
-        raise ValueError(f"need matching 1-D arrays of >= 2 points, got {ts.shape} and {y.shape}")
-    return float(np.polyfit(ts, y, 1)[0])
+    """I.i.d. uniform angles (trials, n, 1) drawn from a CPU generator seeded ``seed``: a seed gives the
+    same angles on every device."""
+    return uniform_angles(trials, n, generator=torch.Generator().manual_seed(seed), device=device)
 
 
 def harmonic_energy(X: torch.Tensor, lmax: int) -> torch.Tensor:
@@ -132,7 +119,7 @@ def _linear_rates_one(beta: float, n: int, trials: int, kmax_fit: int, seed: int
     sol = simulate(model, th, t_fit, method="rk4", dt=dt, save_at=ts)
     m = torch.stack([circle_moments(x, kmax_fit) for x in sol.xs])  # (T, trials, K + 1)
     log_amp = 0.5 * torch.log((m.abs() ** 2).mean(1)).cpu().numpy()  # RMS over trials
-    rates = np.array([fit_rate(ts, log_amp[:, k]) for k in range(1, kmax_fit + 1)])
+    rates = np.array([fits.line_fit(ts, log_amp[:, k])["slope"] for k in range(1, kmax_fit + 1)])
     return rates, t_fit
 
 
@@ -206,16 +193,13 @@ def _end_of_linear_phase(n: int, trials: int, beta: float, seed: int, level: flo
     X = _angles(trials, n, seed, device)
     model = Circle(beta, "usa")
     amp0 = circle_moments(X, k)[:, k].abs().cpu().numpy()
-    t, prev = 0.0, np.log(amp0)
-    cross = np.full(trials, np.nan)
-    while np.isnan(cross).any() and t < t_max:
-        X = simulate(model, X, t + seg, t0=t, method="rk4", dt=dt).final
-        cur = np.log(circle_moments(X, k)[:, k].abs().cpu().numpy())
-        new = np.isnan(cross) & (cur >= math.log(level))
-        frac = (math.log(level) - prev[new]) / np.maximum(cur[new] - prev[new], 1e-300)
-        cross[new] = t + np.clip(frac, 0, 1) * seg
-        t += seg
-        prev = cur
+    ts, log_amp = [0.0], [np.log(amp0)]
+    while ts[-1] < t_max and not (np.max(log_amp, axis=0) >= math.log(level)).all():
+        X = simulate(model, X, ts[-1] + seg, t0=ts[-1], method="rk4", dt=dt).final
+        ts.append(ts[-1] + seg)
+        log_amp.append(np.log(circle_moments(X, k)[:, k].abs().cpu().numpy()))
+    log_amp = np.stack(log_amp)  # (segments + 1, trials)
+    cross = np.array([fits.first_crossing(ts, log_amp[:, j], math.log(level)) for j in range(trials)])
     return cross, amp0
 
 
@@ -282,12 +266,13 @@ def lnN_assemble(points: list[dict[str, Any]]) -> dict[str, Any]:
         all_a.append(amp0)
         trials.append(tr)
     ln_n = np.log(np.array(ns, dtype=np.float64))
-    slope, icpt = np.polyfit(ln_n, np.array(t_end), 1) if len(ns) > 1 else (math.nan, math.nan)
+    line = fits.line_fit(ln_n, t_end) if len(ns) > 1 else {"slope": math.nan, "intercept": math.nan}
+    slope, icpt = line["slope"], line["intercept"]
     # per trial, t_end = (ln level - ln |m_k(0)|) / gamma + c: the slope against -ln |m_k(0)| is 1/gamma
     tt, aa = np.concatenate(all_t), np.concatenate(all_a)
     nn = np.concatenate([np.full(tr, n, dtype=np.float64) for n, tr in zip(ns, trials)])
     ok = np.isfinite(tt)
-    slope_amp = float(np.polyfit(-np.log(aa[ok]), tt[ok], 1)[0])
+    slope_amp = fits.line_fit(-np.log(aa[ok]), tt[ok])["slope"]
     # joint fit t = a + b ln N + c (-ln |sqrt(N) m_k(0)|): b is the ln N law with the trial-to-trial
     # spread of the initial amplitude (a Rayleigh variable) taken out; theory b = 1/(2 gamma), c = 1/gamma
     Xd = np.stack([np.ones(ok.sum()), np.log(nn[ok]), -np.log(np.sqrt(nn[ok]) * aa[ok])], axis=1)
@@ -350,8 +335,9 @@ def _official_one(beta: float, t1: float, n: int, seed: int, n_show: int, saves:
     ts = np.linspace(0.0, t1, saves)
     sol = simulate(Circle(beta, "usa"), th0, t1, method="euler", dt=dt, save_at=ts)
     xs = sol.xs[:, 0, :, 0]
-    counts = np.array([circle_cluster_count(x) for x in xs])
-    centres, masses = circle_clusters(xs[-1])
+    counts = cluster_count(sol.xs[:, 0], criterion="density").cpu().numpy()
+    centres, masses = cluster_centres(sol.xs[-1, :1], criterion="density")[0]
+    centres = centres[:, 0]
     pred = predicted_centres(th0[0, :, 0].cpu().numpy(), k)
     # distance of each measured centre to the nearest predicted one
     dist = np.array([circular_distance(c, pred).min() for c in centres]) if centres.size else np.array([np.inf])
@@ -369,8 +355,9 @@ def _official_ensemble(beta: float, t1: float, n: int, trials: int, seed: int, d
     k = k_max(beta)
     sol = simulate(Circle(beta, "usa"), th0, t1, method="rk4", dt=dt)
     counts, errs, winners = [], [], []
+    clusters = cluster_centres(sol.final, criterion="density")
     for j in range(trials):
-        c, _ = circle_clusters(sol.final[j])
+        c = clusters[j][0][:, 0]
         counts.append(c.size)
         pred = predicted_centres(th0[j, :, 0].cpu().numpy(), k)
         errs.append(float(max(circular_distance(x, pred).min() for x in c)) if c.size == k else np.nan)
@@ -442,11 +429,10 @@ def long_run(profile: str = "fast", device: str = "cpu", *, beta: float = 5.0, s
     ts = np.concatenate([np.linspace(0, 1, 21)[:-1], np.geomspace(1, t1, 60)])
     with _threads(threads):
         sol = simulate(Circle(beta, "usa"), th0, t1, method="dopri5", dt=1e-3, save_at=ts, rtol=1e-7, atol=1e-9)
-    counts = np.array([[circle_cluster_count(sol.xs[i, j]) for i in range(len(ts))] for j in range(trials)])
+    counts = cluster_count(sol.xs.flatten(0, 1), criterion="density").reshape(len(ts), trials).T.cpu().numpy()
     k = k_max(beta)
-    first_k = np.array([ts[np.argmax(c == k)] if (c == k).any() else np.nan for c in counts])
-    merged = np.array([ts[np.argmax((c < k) & (ts > ft))] if np.isfinite(ft) and ((c < k) & (ts > ft)).any() else np.nan
-                       for c, ft in zip(counts, first_k)])
+    first_k = np.array([fits.first_time(ts, c == k) for c in counts])
+    merged = np.array([fits.first_time(ts, (c < k) & (ts > ft)) for c, ft in zip(counts, first_k)])  # ts > nan: never
     return {"beta": beta, "n": n, "trials": trials, "t1": t1, "k": k, "ts": ts, "counts": counts,
             "first_k": first_k, "first_merge": merged, "final_counts": counts[:, -1], "stats": sol.stats}
 
@@ -491,7 +477,7 @@ def mean_field_pde(profile: str = "fast", device: str = "cpu", *, beta: float = 
     w1_grid = [circle_w1(quantile_tokens(us_half[i], 200_000), us[i]) for i in range(len(ts))]
     k = k_max(beta)
     m = density_moments(us[-1], 2 * k).abs().cpu().numpy()
-    centres, masses = circle_clusters(quantile_tokens(us[-1], 100_000))
+    centres, masses = cluster_centres(quantile_tokens(us[-1], 100_000), criterion="density")[0]
     return {"beta": beta, "t1": t1, "M": M, "noise": noise, "ts": ts, "u": us.cpu().numpy(), "mass_drift": st["mass_drift"],
             "steps": st["steps"], "ns": np.array(ns), "w1": np.array(w1), "w1_grid": np.array(w1_grid),
             "moments_final": m, "dominant_mode": int(np.argmax(m[1:]) + 1), "k": k, "peaks": int(centres.size),
@@ -553,7 +539,7 @@ def sphere_rates(profile: str = "fast", device: str = "cpu", *, normalization: s
             X0 = uniform_sphere(trials, n, 3, generator=g).to(device)
             sol = simulate(sphere_model(beta, normalization), X0, t_fit, method="rk4", dt=t_fit / 10, save_at=ts)
             E = torch.stack([harmonic_energy(x, lmax) for x in sol.xs]).mean(1).cpu().numpy()  # (T, lmax + 1)
-            rates = np.array([fit_rate(ts, 0.5 * np.log(E[:, l])) for l in range(1, lmax + 1)])
+            rates = np.array([fits.line_fit(ts, 0.5 * np.log(E[:, l]))["slope"] for l in range(1, lmax + 1)])
             out["rates"].append(rates)
             out["theory"].append(theory)
             out["l_measured"].append(int(np.argmax(rates)) + 1)

@@ -11,7 +11,6 @@ base ``Q = K = V = I`` against ``V~ = diag(1, 1 - eps)`` or ``Q~ = K~ = e_1 e_1^
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import warnings
 from typing import Any
@@ -19,15 +18,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import init, models
-from ..attention import attend
+from .. import fits, init, models
 from ..integrate import simulate
-from ..metrics import cluster_labels
+from ..metrics import cluster_centres
+from ..models import ScaleCappedRescaled
 from ..theory import lora_depth as th
 from . import experiment, plots, sweep_point
 
 __all__ = [
-    "ScaleCappedRescaled",
     "norm_transition",
     "norm_point",
     "norm_assemble",
@@ -129,34 +127,6 @@ def _window_mean(series: torch.Tensor, t: torch.Tensor, t_from: float) -> tuple[
     return m, se
 
 
-def _slope(x, y) -> float:
-    return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
-
-
-def _fit_slope(x, y, se) -> tuple[float, float]:
-    """Weighted least-squares slope of ``log y`` on ``log x`` and its standard error.
-
-    The weights are ``1 / sigma^2`` with ``sigma = se / y`` (delta method for ``log y``); the slope's
-    error is scaled by the reduced chi-square when that exceeds 1, so a curve that is not a power law
-    gets a wide error bar instead of a falsely precise one.
-
-    Examples
-    --------
-    >>> b, e = _fit_slope([1, 2, 4, 8], [1.0, 0.5, 0.25, 0.125], [0.01, 0.005, 0.0025, 0.00125])
-    >>> round(b, 6), round(e, 4)  # exact line: se = 0.01 / sqrt(sum (log x - mean)^2)
-    (-1.0, 0.0065)
-    """
-    lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
-    sig = np.asarray(se, float) / np.asarray(y, float)
-    w = 1.0 / sig**2
-    X = np.stack([np.ones_like(lx), lx], axis=1)
-    cov = np.linalg.inv(X.T @ (w[:, None] * X))
-    coef = cov @ (X.T @ (w * ly))
-    dof = len(lx) - 2
-    chi2 = float(np.sum(w * (ly - X @ coef) ** 2) / dof) if dof > 0 else 1.0
-    return float(coef[1]), float(math.sqrt(cov[1, 1] * max(1.0, chi2)))
-
-
 NORM_DEPTHS = {"fast": [16, 32, 64, 128, 256, 512], "full": [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]}
 NORM_ALPHAS = (0.0, 0.25, 0.5, 0.75)
 NORM_PER = {"fast": 64, "full": 1000}  # samples per (alpha, L) and seed
@@ -222,9 +192,10 @@ def norm_assemble(points: list[dict[str, Any]]) -> dict[str, Any]:
         for a in range(len(alphas)):
             x = torch.from_numpy(per_trial[a])
             mean[a, j], se[a, j] = x.mean().item(), x.std().item() / math.sqrt(x.numel())
-    fits = [_fit_slope(depths, mean[a], se[a]) if len(depths) > 1 else (math.nan, math.nan) for a in range(len(alphas))]
-    slopes = {alpha: fits[a][0] for a, alpha in enumerate(alphas)}
-    slope_se = {alpha: fits[a][1] for a, alpha in enumerate(alphas)}
+    nan = {"slope": math.nan, "slope_se": math.nan}
+    lines = [fits.line_fit(depths, mean[a], se=se[a], loglog=True) if len(depths) > 1 else nan for a in range(len(alphas))]
+    slopes = {alpha: lines[a]["slope"] for a, alpha in enumerate(alphas)}
+    slope_se = {alpha: lines[a]["slope_se"] for a, alpha in enumerate(alphas)}
     # the small-noise stationary level with kappa_eff = c^2 kappa0 L^(2 alpha - 1)
     predicted = np.array([[th.stationary_deviation(LAMBDAS3, th.effective_kappa(kappa0, c, al, L), n) for L in depths]
                           for al in alphas])
@@ -331,71 +302,9 @@ def rank_independence(profile: str = "fast", device: str = "cpu", *, seed: int =
 
 
 # ----------------------------------------------------------------------------- depth transition
-@dataclasses.dataclass(frozen=True)
-class ScaleCappedRescaled:
-    """The rescaled dynamics (7) with the common logit scale capped for long horizons.
-
-    ``<A e^{tV} z_i, e^{tV} z_j> = e^{2 lambda_1 t} <A D z_i, D z_j>`` with ``D = e^{t(V - lambda_1)}``
-    (lambda_1 the top real eigenvalue of V). The factor ``e^{2 lambda_1 t}`` overflows float64 near
-    t = 350; this model uses ``e^{2 lambda_1 min(t, t_cap)}`` instead. For ``t_cap`` beyond a few tens
-    the softmax is already an exact argmax in float64, so the cap changes no weight (tested), while
-    the relative factor D, which drives the bifurcation, is kept exactly.
-
-    Parameters
-    ----------
-    A, V : (d, d) or (trials, d, d); t_cap : cap on the scale time.
-
-    Examples
-    --------
-    >>> m = ScaleCappedRescaled(A=torch.eye(2, dtype=F64), V=torch.eye(2, dtype=F64))
-    >>> m.vector_field(0.0, torch.tensor([[[1.0, 0.0], [1.0, 0.0]]], dtype=F64))
-    tensor([[[0., 0.],
-             [0., 0.]]], dtype=torch.float64)
-    """
-
-    A: torch.Tensor
-    V: torch.Tensor
-    t_cap: float = 150.0
-    on_sphere: bool = False
-    # Set by cast (once per simulate): V - lambda_1 I and max lambda_1, so a step needs no eigvals
-    # (a host sync on a GPU) and no Python float of a device tensor.
-    shifted: torch.Tensor | None = dataclasses.field(default=None, repr=False)
-    lam1_max: float | None = None
-
-    def validate(self, X: torch.Tensor) -> torch.Tensor:
-        return X
-
-    def _top(self, V: torch.Tensor) -> torch.Tensor:
-        return torch.linalg.eigvals(V).real.amax(dim=-1)  # () or (trials,)
-
-    def cast(self, X: torch.Tensor) -> "ScaleCappedRescaled":
-        V = self.V.to(X)
-        lam1 = self._top(V)
-        if lam1.ndim and not torch.allclose(lam1, lam1.max().expand_as(lam1)):
-            raise ValueError("ScaleCappedRescaled needs the same top eigenvalue in every trial's V")
-        eye = torch.eye(X.shape[-1], dtype=X.dtype, device=X.device)
-        return dataclasses.replace(self, A=self.A.to(X), V=V, shifted=V - lam1[..., None, None] * eye,
-                                   lam1_max=float(lam1.max()))
-
-    def vector_field(self, t: float, X: torch.Tensor) -> torch.Tensor:
-        m = self if self.shifted is not None else self.cast(X)
-        A, V = m.A, m.V
-        D = torch.linalg.matrix_exp(t * m.shifted)
-        Y = torch.matmul(X, D.transpose(-1, -2))  # D z
-        q = torch.matmul(Y, A.transpose(-1, -2))
-        VZ = torch.matmul(X, V.transpose(-1, -2))
-        beta = math.exp(2 * m.lam1_max * min(float(t), self.t_cap))
-        return attend(q, Y, VZ, beta) - VZ
-
-
-def _clusters(Z: torch.Tensor, tol: float) -> list[np.ndarray]:
+def _centres(Z: torch.Tensor, tol: float) -> list[np.ndarray]:
     """Cluster centres per trial (single linkage at ``tol``): list of (k, d) arrays."""
-    lab = cluster_labels(Z, tol)
-    out = []
-    for tr in range(Z.shape[0]):
-        cs = [Z[tr, lab[tr] == u].mean(0).cpu().numpy() for u in torch.unique(lab[tr])]
-        out.append(np.stack(cs))
-    return out
+    return [c for c, _ in cluster_centres(Z, tol)]
 
 
 def _dist_to_set(Z: torch.Tensor, C: np.ndarray) -> torch.Tensor:
@@ -404,26 +313,11 @@ def _dist_to_set(Z: torch.Tensor, C: np.ndarray) -> torch.Tensor:
     return torch.cdist(Z, c.expand(Z.shape[0], *c.shape)).amin(-1).amax(-1).cpu()
 
 
-def _settle_time(dist: torch.Tensor, ts: torch.Tensor, thr: float) -> float:
-    """``inf {T : dist(t) <= thr for all saved t >= T}`` (nan if it never settles)."""
-    bad = (dist > thr).nonzero()
-    if bad.numel() == 0:
-        return float(ts[0])
-    last = int(bad[-1])
-    return float(ts[last + 1]) if last + 1 < len(ts) else math.nan
-
-
-def _exit_time(dist: torch.Tensor, ts: torch.Tensor, thr: float, t_from: float) -> float:
-    """``inf {t >= t_from : dist(t) > thr}`` (inf if none within the horizon)."""
-    idx = ((dist > thr) & (ts >= t_from - 1e-9)).nonzero()
-    return float(ts[int(idx[0])]) if idx.numel() else math.inf
-
-
 def _base_run(Z0: torch.Tensor, t_base: float, dt: float, delta: float):
     base = simulate(models.Rescaled(A=torch.eye(2, dtype=F64), V=torch.eye(2, dtype=F64)), Z0, t_base, method="rk4", dt=dt,
                     save_at=torch.arange(0, t_base + dt / 2, dt, dtype=F64))
-    C = _clusters(base.xs[-1], delta / 2)
-    T_delta = [_settle_time(_dist_to_set(base.xs[:, tr], C[tr]), base.ts, delta) for tr in range(Z0.shape[0])]
+    C = _centres(base.xs[-1], delta / 2)
+    T_delta = [fits.settle_time(base.ts, _dist_to_set(base.xs[:, tr], C[tr]), delta) for tr in range(Z0.shape[0])]
     return base, C, np.array(T_delta)
 
 
@@ -433,9 +327,11 @@ def _perturbed_times(Z0, V_t, A_t, C, T_delta, t_end, dt, delta, save_dt=0.5):
     ts = torch.arange(0, t_end + save_dt / 2, save_dt, dtype=F64)
     sol = simulate(ScaleCappedRescaled(A=A_t, V=V_t), Z0, t_end, method="rk4", dt=dt, save_at=ts)
     trials = Z0.shape[0]
-    exits = np.array([_exit_time(_dist_to_set(sol.xs[:, tr], C[tr]), sol.ts, 2 * delta, T_delta[tr]) for tr in range(trials)])
-    Ct = _clusters(sol.xs[-1], delta / 2)
-    settle = np.array([_settle_time(_dist_to_set(sol.xs[:, tr], Ct[tr]), sol.ts, delta) for tr in range(trials)])
+    # the exit: the first saved t >= T_delta at which a token is 2 delta away from C (inf: none in the horizon)
+    exits = np.array([fits.first_crossing(sol.ts, _dist_to_set(sol.xs[:, tr], C[tr]), 2 * delta, start=T_delta[tr] - 1e-9,
+                                          interpolate=False, never=math.inf) for tr in range(trials)])
+    Ct = _centres(sol.xs[-1], delta / 2)
+    settle = np.array([fits.settle_time(sol.ts, _dist_to_set(sol.xs[:, tr], Ct[tr]), delta) for tr in range(trials)])
     # a settle time in the last 20% of the horizon is not trusted (the run may still be moving)
     settle = np.where(settle > 0.8 * t_end, np.nan, settle)
     return sol, exits, settle
@@ -532,9 +428,10 @@ def eps_sweep(profile: str = "fast", device: str = "cpu", *, seed: int = 4, delt
         me, ms, mb = np.median(ex, axis=1), np.nanmedian(se_, axis=1), np.nanmedian(bd, axis=1)
         ok = fit & np.isfinite(me)
         okc = fit_c & np.isfinite(ms)
-        return (_slope(epss[ok], me[ok]) if ok.sum() >= 2 else math.nan,
-                _slope(epss[okc], ms[okc]) if okc.sum() >= 2 else math.nan,
-                _slope(epss[ok], mb[ok]) if ok.sum() >= 2 else math.nan)
+        def slope(x, y):
+            return fits.line_fit(x, y, loglog=True)["slope"] if len(x) >= 2 else math.nan
+
+        return slope(epss[ok], me[ok]), slope(epss[okc], ms[okc]), slope(epss[ok], mb[ok])
 
     est = exponents(exits, settle, bound)
     # error bars: bootstrap over the initial conditions (same resample for every eps)

@@ -28,8 +28,6 @@ from . import experiment, plots
 __all__ = [
     "PROFILES",
     "ModalModel",
-    "tangent_basis",
-    "tangent_jacobian",
     "pure_state",
     "modal_form",
     "invariant_manifolds",
@@ -126,20 +124,6 @@ class ModalModel:
 # ----------------------------------------------------------------------------- Jacobians
 
 
-def tangent_basis(X: torch.Tensor) -> torch.Tensor:
-    """Orthonormal bases of the tangent spaces ``x_i^perp``. X: (n, d) unit rows -> (n, d, d-1).
-
-    Examples
-    --------
-    >>> B = tangent_basis(torch.tensor([[0.0, 0.0, 1.0]], dtype=torch.float64))
-    >>> B.shape, float((B[0].T @ torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)).abs().max())
-    (torch.Size([1, 3, 2]), 0.0)
-    """
-    X = as_tokens(X)[0]
-    _, _, Vh = torch.linalg.svd(X[:, None, :])  # (n, d, d): first row spans x_i, the rest x_i^perp
-    return Vh[:, 1:, :].transpose(-1, -2)
-
-
 def pure_state(V: torch.Tensor, p: int, n_plus: int, n_minus: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The pure-mode equilibrium ``x_i* = s_i e_p`` (n_+ tokens at +e_p first, then n_- at -e_p).
 
@@ -158,63 +142,6 @@ def pure_state(V: torch.Tensor, p: int, n_plus: int, n_minus: int) -> tuple[torc
     return s[:, None] * E[:, p][None, :], lam, E
 
 
-def tangent_jacobian(V: torch.Tensor, beta: float, X: torch.Tensor, *, method: str = "autograd", h: float = 1e-6) -> torch.Tensor:
-    """Jacobian of paper C's field (:func:`companion.models.spectral`) at X, on the tangent space.
-
-    ``"autograd"``: ``torch.autograd.functional.jacobian`` of the ambient field, restricted and
-    projected with the tangent bases (at an equilibrium this is the linearisation on the sphere).
-    ``"fd"``: central differences of ``y -> B^T F(N(X + B y))`` (N = renormalisation), a second
-    method that never differentiates the ambient extension.
-
-    Parameters
-    ----------
-    V : (d, d) symmetric; beta : > 0; X : (n, d) unit tokens (an equilibrium for the linearisation).
-
-    Returns
-    -------
-    (n (d-1), n (d-1)) float64 tensor.
-
-    Examples
-    --------
-    >>> V = torch.diag(torch.tensor([1.0, 0.5], dtype=torch.float64))
-    >>> J = tangent_jacobian(V, 1.0, torch.tensor([[1.0, 0.0]], dtype=torch.float64))
-    >>> J  # one token at e_1: lambda_2 - lambda_1
-    tensor([[-0.5000]], dtype=torch.float64)
-    """
-    if method not in ("autograd", "fd"):
-        raise ValueError(f"method must be 'autograd' or 'fd', got {method!r}")
-    X = as_tokens(X, "X")[0].to(torch.float64)
-    check_on_sphere(X, "X")
-    model = models.spectral(torch.as_tensor(V, dtype=torch.float64), beta)
-    n, d = X.shape
-    B = tangent_basis(X)  # (n, d, d-1)
-
-    def field(Y: torch.Tensor) -> torch.Tensor:
-        return model.vector_field(0.0, Y[None])[0]
-
-    if method == "autograd":
-        J = torch.autograd.functional.jacobian(field, X)  # (n, d, n, d)
-        return torch.einsum("iak,iajb,jbl->ikjl", B, J, B).reshape(n * (d - 1), n * (d - 1))
-
-    def g(y: torch.Tensor) -> torch.Tensor:
-        Y = X + torch.einsum("iak,ik->ia", B, y.reshape(n, d - 1))
-        Y = Y / Y.norm(dim=-1, keepdim=True)
-        return torch.einsum("iak,ia->ik", B, field(Y)).reshape(-1)
-
-    m = n * (d - 1)
-    cols = []
-    for c in range(m):
-        e = torch.zeros(m, dtype=torch.float64)
-        e[c] = h
-        cols.append((g(e) - g(-e)) / (2 * h))
-    return torch.stack(cols, dim=1)
-
-
-def _random_orthogonal(d: int, g: torch.Generator) -> torch.Tensor:
-    Q, R = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=torch.float64))
-    return Q * torch.sign(torch.diagonal(R))
-
-
 # ----------------------------------------------------------------------------- 1. modal form
 
 
@@ -224,7 +151,7 @@ def modal_form(profile: str = "fast", device: str = "cpu", **kw) -> dict[str, An
     cfg = _profile(profile, "modal", kw)
     g = torch.Generator().manual_seed(int(kw.get("seed", 0)))
     lam = torch.tensor([1.0, 0.6, -0.2, -0.8], dtype=torch.float64)
-    E = _random_orthogonal(4, g)
+    E = init.random_orthogonal(4, generator=g)
     V = (E * lam) @ E.T
     beta = 1.0
     x0 = init.uniform_sphere(cfg["trials"], cfg["n"], 4, generator=g).to(device)
@@ -350,7 +277,7 @@ def stability_cases(profile: str = "fast", device: str = "cpu", **kw) -> dict[st
     for _ in range(cfg["count"]):
         d = int(torch.randint(2, 5, (1,), generator=g))
         lam_raw = 4 * torch.rand(d, generator=g, dtype=torch.float64) - 2
-        Q = _random_orthogonal(d, g)
+        Q = init.random_orthogonal(d, generator=g)
         V = (Q * lam_raw) @ Q.T
         V = (V + V.T) / 2
         beta = float(math.exp(math.log(0.2) + (math.log(3.0) - math.log(0.2)) * torch.rand(1, generator=g).item()))
@@ -358,8 +285,9 @@ def stability_cases(profile: str = "fast", device: str = "cpu", **kw) -> dict[st
         n_minus = int(torch.randint(0, 5, (1,), generator=g))
         p = int(torch.randint(0, d, (1,), generator=g))
         X, lam, _ = pure_state(V, p, n_plus, n_minus)
-        J = tangent_jacobian(V, beta, X)
-        Jfd = tangent_jacobian(V, beta, X, method="fd")
+        model = models.spectral(V, beta)
+        J = models.tangent_jacobian(model, X)
+        Jfd = models.tangent_jacobian(model, X, mode="fd")
         ev = torch.linalg.eigvals(J)
         ev_th = th.sign_split_spectrum(lam, p, beta, n_plus, n_minus)
         lead = ev.real.max().item()
@@ -412,7 +340,7 @@ R_GROUPS = {0.5: (2, 4), 1.0: (3, 3), 2.0: (4, 2), 4.0: (8, 2)}
 def _stable_at(lambda_k: float, beta: float, n_plus: int, n_minus: int) -> bool:
     V = _diag((1.0, lambda_k), "cpu")
     X, _, _ = pure_state(V, 1, n_plus, n_minus)  # eigh sorts ascending: index 1 is lambda_p = 1
-    return bool(torch.linalg.eigvals(tangent_jacobian(V, beta, X)).real.max() < 0)
+    return bool(torch.linalg.eigvals(models.tangent_jacobian(models.spectral(V, beta), X)).real.max() < 0)
 
 
 @experiment("spectral-stability-boundary", chapter="spectral_selection")

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from . import experiment, plots
-from .. import init, metrics
+from .. import fits, init, metrics
 from ..integrate import simulate
 from ..models import Euclidean, Sphere
 from ..report import PROFILES as _PROFILE_NAMES
@@ -29,7 +29,6 @@ __all__ = [
     "prop33_map",
     "remark34_ranks",
     "mitigation",
-    "random_orthogonal",
     "plot_prop31_wasserstein",
     "plot_prop33_families",
     "plot_prop33_map",
@@ -43,20 +42,6 @@ CHAPTER = "stability"
 def _check_profile(profile: str) -> None:
     if profile not in _PROFILE_NAMES:
         raise ValueError(f"profile must be one of {_PROFILE_NAMES}, got {profile!r}")
-
-
-def random_orthogonal(d: int, *, generator: torch.Generator) -> torch.Tensor:
-    """A random (d, d) orthogonal matrix (QR of a Gaussian matrix, signs fixed so it is Haar).
-
-    Examples
-    --------
-    >>> Q = random_orthogonal(3, generator=torch.Generator().manual_seed(0))
-    >>> bool(torch.allclose(Q.T @ Q, torch.eye(3, dtype=torch.float64)))
-    True
-    """
-    G = torch.randn(d, d, generator=generator, dtype=torch.float64)
-    Q, R = torch.linalg.qr(G)
-    return Q * torch.sign(torch.diagonal(R))
 
 
 def _unit_op(M: torch.Tensor) -> torch.Tensor:
@@ -148,7 +133,7 @@ def prop31_wasserstein(profile: str = "fast", device: str = "cpu", **overrides: 
     w2 = np.zeros((F, E, S, T))
     for k in range(T):
         Xb = base.xs[k].expand(F, E, S, cfg.n, d).reshape(-1, cfg.n, d)
-        w2[..., k] = metrics.wasserstein(Xb, pert.xs[k], p=2, method="exact").cpu().numpy().reshape(F, E, S)
+        w2[..., k] = metrics.wasserstein(Xb, pert.xs[k], p=2, solver="exact").cpu().numpy().reshape(F, E, S)
     lb = np.zeros_like(w2)
     lb_app = np.zeros_like(w2)
     lle = np.zeros_like(w2)
@@ -164,9 +149,8 @@ def prop31_wasserstein(profile: str = "fast", device: str = "cpu", **overrides: 
     with np.errstate(divide="ignore"):
         slack = lb[..., 1:] - np.log10(w2[..., 1:])
     all_below = bool(np.all(np.log10(np.maximum(w2, 1e-300)) <= lb))
-    log_eps = np.log(np.asarray(cfg.eps))
-    slopes = np.array([np.polyfit(log_eps, np.log(w2[f, :, :, -1].mean(-1)), 1)[0] for f in range(F)])
-    bound_exp = np.array([np.polyfit(log_eps, lb[f, :, 0, 0] * math.log(10.0), 1)[0] for f in range(F)])
+    slopes = np.array([fits.line_fit(cfg.eps, w2[f, :, :, -1].mean(-1), loglog=True)["slope"] for f in range(F)])
+    bound_exp = np.array([fits.line_fit(np.log(cfg.eps), lb[f, :, 0, 0] * math.log(10.0))["slope"] for f in range(F)])
     return {
         "config": dataclasses.asdict(cfg),
         "profile": profile,
@@ -253,7 +237,7 @@ def _base_matrix(cfg: Prop33Config, g: torch.Generator) -> tuple[torch.Tensor, t
         raise ValueError(f"lambdas must hold d = {cfg.d} eigenvalues, got {lam.numel()}")
     if (lam < 0).any() or not bool((lam[:-1] > lam[1:]).all()):
         raise ValueError("lambdas must be non-negative and strictly decreasing (Assumption 3.2)")
-    Q = random_orthogonal(cfg.d, generator=g)
+    Q = init.random_orthogonal(cfg.d, generator=g)
     return Q @ torch.diag(lam) @ Q.T, Q
 
 
