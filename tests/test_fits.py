@@ -120,3 +120,22 @@ def test_first_time_and_settle_time_hand_cases():
     assert settle_time(ts, [1.0, 1.0, 1.0, 1.0], 1.0) == 0.0  # "at or below" the level
     with pytest.raises(ValueError, match="shape of ts"):
         first_time(ts, [True])
+
+
+@pytest.mark.parametrize("k, n", [(0, 1), (0, 16), (16, 16), (3, 10), (50, 97)])
+def test_fraction_interval_against_scipy(k, n):
+    from scipy.stats import binomtest
+
+    from companion.fits import fraction_interval
+
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    lo, hi = fraction_interval(k, n, z=1.959963984540054)
+    assert lo == pytest.approx(ci.low, abs=1e-12) and hi == pytest.approx(ci.high, abs=1e-12)
+
+
+@pytest.mark.parametrize("k, n", [(-1, 4), (5, 4), (1, 0), (1.5, 4), (True, 4)])
+def test_fraction_interval_refuses_bad_counts(k, n):
+    from companion.fits import fraction_interval
+
+    with pytest.raises(ValueError, match="must be"):
+        fraction_interval(k, n)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["line_fit", "first_time", "first_crossing", "settle_time"]
+__all__ = ["line_fit", "first_time", "first_crossing", "settle_time", "fraction_interval"]
 
 
 def _series(a: Any, name: str) -> np.ndarray:
@@ -187,3 +187,31 @@ def settle_time(ts: Any, y: Any, level: float) -> float:
         return float(ts[0])
     last = int(bad[-1])
     return float(ts[last + 1]) if last + 1 < ts.size else math.nan
+
+
+def fraction_interval(k: int, n: int, *, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a success fraction ``k / n`` (95 % for ``z = 1.96``).
+
+    Unlike the normal approximation it stays inside [0, 1] and does not collapse to a point at
+    ``k = 0`` or ``k = n``, where a handful of trials still leaves real doubt.
+
+    .. math::
+
+        \\frac{\\hat p + \\frac{z^2}{2n} \\pm z \\sqrt{\\frac{\\hat p (1 - \\hat p)}{n} + \\frac{z^2}{4 n^2}}}{1 + \\frac{z^2}{n}},
+        \\qquad \\hat p = k / n.
+
+    Examples
+    --------
+    >>> [round(v, 3) for v in fraction_interval(16, 16)]  # 16 of 16 trials: at least 0.806
+    [0.806, 1.0]
+    >>> [round(v, 3) for v in fraction_interval(5, 10)]
+    [0.237, 0.763]
+    """
+    if isinstance(n, bool) or int(n) != n or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    if isinstance(k, bool) or int(k) != k or not 0 <= k <= n:
+        raise ValueError(f"k must be an integer in [0, n = {n}], got {k!r}")
+    p, z2 = k / n, z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)

@@ -195,7 +195,8 @@ def format_claims(rows: Sequence[dict[str, Any]]) -> str:
     """
     lines = []
     for r in rows:
-        unc = f" ± {r['uncertainty']!r}" if r.get("uncertainty") is not None else ""
+        u = r.get("uncertainty")
+        unc = "" if u is None else (f" ({u})" if isinstance(u, str) else f" ± {u!r}")  # a spread, or words saying what it is
         extra = "".join(f"; {x}" for x in ((f"margin {r['margin']!r}" if r.get("margin") is not None else ""), r.get("profile") or "") if x)
         lines.append(f"[{r['status']:>14}] {r['id']}: measured {r['measured']!r}{unc} vs expected {r['expected']!r} "
                      f"(tol {r['tolerance']!r}{extra})")
