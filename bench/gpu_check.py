@@ -48,7 +48,8 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("gpu-check: SKIPPED: no CUDA device here (torch.cuda.is_available() is False). "
               "On a GPU machine install the CUDA build of the pinned torch, e.g. "
-              "`.venv/bin/pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128`, "
+              "`.venv/bin/pip install \"torch==2.13.0+cu128\" --index-url https://download.pytorch.org/whl/cu128` "
+              "(the +cu128 label matters: plain torch==2.13.0 is already satisfied by the CPU build; see README, GPU notes), "
               "then run `make gpu-check` again.")
         return 0
     rc = 0

@@ -80,7 +80,7 @@ def write_toc(book: Path = BOOK) -> bool:
 
 
 API_SECTIONS = (
-    ("Simulation core", ("attention", "models", "integrate", "init", "metrics")),
+    ("Simulation core", ("attention", "models", "integrate", "init", "metrics", "fits")),
     ("Theory: closed forms, one module per paper", ("theory",)),
     ("Experiments: what the chapters run", ("experiments",)),
     ("Claims ledger, provenance and printing", ("ledger", "provenance", "report")),

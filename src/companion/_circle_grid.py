@@ -1,7 +1,7 @@
 """The circle field's Fourier series evaluated through a uniform grid and local Taylor expansions.
 
-Private engine of :func:`companion.circle.circle_field_fourier` with ``algorithm="grid"`` (CPU,
-compiled with numba). It computes the same truncated series as the torch "powers" algorithm,
+Private engine of :func:`companion.circle.circle_field_fourier` with ``backend="grid"`` (CPU,
+compiled with numba). It computes the same truncated series as the torch "powers" backend,
 
     F(theta) = sum_{k=0}^K a_k e^{i k theta},   a_k = c_k conj(m_k),   m_k = (1/n) sum_j e^{i k theta_j},
 
@@ -31,7 +31,7 @@ import threading
 
 import numpy as np
 
-try:  # numba is optional: without it the torch "powers" algorithm serves every call
+try:  # numba is optional: without it the torch "powers" backend serves every call
     import numba
 
     HAVE_NUMBA = True
@@ -215,7 +215,7 @@ def grid_field(t: np.ndarray, num_c: np.ndarray, den_c: np.ndarray | None, scale
     True
     """
     if not HAVE_NUMBA:
-        raise ImportError("the grid algorithm needs numba (pip install numba); use algorithm='powers'")
+        raise ImportError("the grid algorithm needs numba (pip install numba); use backend='powers'")
     t = np.ascontiguousarray(t, dtype=np.float64)
     T, n = t.shape
     K = num_c.shape[0] - 1
