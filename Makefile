@@ -154,3 +154,19 @@ gpu-check: $(GPU_DEPS)
 
 gpu-experiments: $(GPU_DEPS)
 	PYTHONPATH=src$${PYTHONPATH:+:$$PYTHONPATH} $(PY) bench/gpu_experiments.py --skip-chapter llm_probes $(GPU_EXPERIMENTS_ARGS)
+
+# full: every experiment's full profile not stored yet under data/results, one process each, within
+# FULL_BUDGET minutes (resumable: call again to continue). gpu-full: the same on a CUDA machine without
+# the LLM chapter (its model does not travel), into $(OUT)/results, packed as at most 8 files of 16 MB
+# in $(OUT) for the trip back; store-gpu PACKS="..." verifies and stores them under data/results.
+FULL_BUDGET ?= 600
+GPU_BUDGET ?= 12
+OUT ?= book/_build/gpu-full
+.PHONY: full gpu-full store-gpu
+full: $(STAMP) llm-assets
+	$(PY) -m companion full --budget $(FULL_BUDGET) --device cpu
+gpu-full: $(GPU_DEPS)
+	PYTHONPATH=src$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m companion full --budget $(GPU_BUDGET) --device cuda --skip-chapter llm_probes --out $(OUT)/results || true
+	PYTHONPATH=src$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m companion pack $(OUT)/results --to $(OUT)
+store-gpu: $(STAMP)
+	$(PY) -m companion store $(PACKS)

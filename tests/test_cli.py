@@ -263,3 +263,45 @@ def test_chapter_times_from_notebook_metadata(tmp_path):
     assert rows["bare"]["seconds"] is None
     # The build record written by make refresh wins over the cell timestamps.
     assert (rows["made"]["seconds"], rows["made"]["machine"], rows["made"]["profile"]) == (12.5, "Linux-x, 2 CPUs", "fast")
+
+
+def test_full_runs_what_is_missing_within_the_budget_then_pack_and_store(tmp_path, capsys):
+    """`full` runs a real experiment in a subprocess, skips it once stored, and a spent budget starts
+    nothing; `pack` and `store` bring the verified result into another results folder."""
+    out = tmp_path / "results"
+    argv = ["full", "intro-consensus", "--profile", "fast", "--out", str(out), "--budget", "5"]
+    assert main(argv) == 0
+    assert "1 ran" in capsys.readouterr().out
+    assert main(argv) == 0
+    assert "1 stored" in capsys.readouterr().out
+    (out / "intro-consensus" / "fast.npz").write_bytes(b"not an npz")  # damaged: recomputed, not trusted
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "does not verify" in text and "1 ran" in text
+    assert main(["pack", str(out), "--to", str(tmp_path / "packs")]) == 0
+    packs = sorted((tmp_path / "packs").glob("*.tar.gz"))
+    assert [p.name for p in packs] == ["results-1.tar.gz"]
+    assert main(["store", *map(str, packs), "--out", str(tmp_path / "stored")]) == 0
+    from companion.provenance import load_result
+
+    arrays, meta = load_result(tmp_path / "stored" / "intro-consensus" / "fast.npz")
+    assert meta["config"]["experiment"] == "intro-consensus" and [c["status"] for c in meta["claims"]] == ["reproduced"] * 2
+
+
+def test_full_with_no_budget_left_starts_nothing(tmp_path, capsys):
+    from companion.runs import run_profiles
+
+    rows = run_profiles(["intro-consensus", "intro-clustering"], "fast", out=tmp_path, budget_s=0.5, log=lambda s: None)
+    assert [r["status"] for r in rows] == ["not started", "not started"] and not any(tmp_path.iterdir())
+    with pytest.raises(SystemExit) as e:
+        main(["full", "intro-consensus", "--budget", "0"])
+    assert e.value.code == 2 and "--budget must be > 0" in capsys.readouterr().err
+
+
+def test_pack_refuses_more_than_the_limits(tmp_path):
+    from companion.runs import pack_results, run_experiment
+
+    for n in (4, 5):
+        run_experiment("intro-consensus", "fast", out=tmp_path / f"r{n}", params={"n": n, "t1": 0.5}, figure=False)
+    with pytest.raises(ValueError, match="more than max_bytes"):
+        pack_results(tmp_path / "r4", tmp_path / "p", max_bytes=100)

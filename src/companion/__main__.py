@@ -5,6 +5,9 @@
     python -m companion run --all --profile fast
     python -m companion sweep NAME --grid n=1000,10000 --grid seed=0:8 [--scheduler tcp://host:8786]
     python -m companion sweep NAME --profile full      # an experiment with a sweep point: its own grid
+    python -m companion full [NAME ...] [--budget MINUTES] [--device cuda] [--out DIR]   # every full profile not stored
+    python -m companion pack DIR --to PACKS            # verified results -> at most 8 .tar.gz of 16 MB
+    python -m companion store PACKS/*.tar.gz           # verify and store them under data/results
 
 ``run`` writes ``DIR/<name>/<profile>.npz`` (result), ``.json`` (provenance) and ``.png`` (figure),
 DIR defaulting to data/results; ``sweep`` writes one file pair per point under
@@ -125,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     epilog = _experiments_epilog()
     fmt = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(prog="python -m companion", description=__doc__.split("\n\n")[0], epilog=epilog, formatter_class=fmt)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,run,sweep}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,run,sweep,full,pack,store}")
 
     sub.add_parser("list", help="list the registered experiments with their parameters per profile", epilog=epilog, formatter_class=fmt)
 
@@ -153,6 +156,25 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--workers", type=int, default=2, help="LocalCluster workers (default 2)")
     sw.add_argument("--no-figure", action="store_true", help="skip the figure of the assembled result")
     common(sw)
+
+    full = sub.add_parser("full", help="run every experiment's profile that is not stored yet, within a time budget",
+                          description="Each experiment not yet stored (verified) under OUT runs in its own process with "
+                                      "the budget left as its timeout; call again to continue. --profile defaults to full.")
+    full.add_argument("names", nargs="*", metavar="EXPERIMENT", help="default: every registered experiment")
+    full.add_argument("--budget", type=float, default=12.0, help="minutes for the whole call (default 12)")
+    full.add_argument("--skip-chapter", action="append", default=[], metavar="SLUG", help="leave a chapter's experiments out (repeatable)")
+    common(full)
+    full.set_defaults(profile="full")
+
+    pack = sub.add_parser("pack", help="pack the verified results of a folder into a few .tar.gz files (to copy back from a remote machine)")
+    pack.add_argument("folder", type=Path)
+    pack.add_argument("--to", type=Path, required=True, help="folder for results-<i>.tar.gz")
+    pack.add_argument("--max-files", type=int, default=8)
+    pack.add_argument("--max-mb", type=float, default=16.0)
+
+    store = sub.add_parser("store", help="verify and store results packed by `pack` under data/results (or --out)")
+    store.add_argument("packs", nargs="+", type=Path)
+    store.add_argument("--out", type=Path, default=None, help="results folder (default data/results)")
     return parser
 
 
@@ -282,11 +304,47 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_full(args: argparse.Namespace) -> int:
+    from .experiments import get, registry
+    from .gpu import resolve_device
+    from .runs import run_profiles
+
+    names = args.names or [n for n, e in registry().items() if e.chapter not in args.skip_chapter]
+    for n in names:
+        _checked(get, n)
+    device = _checked(resolve_device, args.device)
+    if args.budget <= 0:
+        raise UsageError(f"--budget must be > 0 minutes, got {args.budget}")
+    t0 = time.perf_counter()
+    rows = run_profiles(names, args.profile, device, out=args.out, budget_s=60 * args.budget, log=lambda s: print(s, flush=True))
+    counts = {k: sum(r["status"] == k for r in rows) for k in ("stored", "ran", "failed", "timeout", "not started")}
+    print(f"full: {len(rows)} experiments in {time.perf_counter() - t0:.0f} s ({args.profile}, {device}): "
+          + ", ".join(f"{v} {k}" for k, v in counts.items() if v))
+    return 1 if counts["failed"] else 0
+
+
+def _cmd_pack(args: argparse.Namespace) -> int:
+    from .runs import pack_results
+
+    packs = _checked(pack_results, args.folder, args.to, max_files=args.max_files, max_bytes=int(args.max_mb * 2**20))
+    for p in packs:
+        print(f"pack: {p} ({p.stat().st_size / 2**20:.1f} MB)")
+    return 0
+
+
+def _cmd_store(args: argparse.Namespace) -> int:
+    from .runs import store_packed
+
+    for p in _checked(store_packed, args.packs, args.out):
+        print(f"store: {p}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m companion`` and of the ``companion`` script; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command in ("run", "sweep"):
+    if args.command in ("run", "sweep", "full"):
         from .perf import tune_allocator
 
         tune_allocator()  # freed tensors are reused, not page-faulted in again every step
@@ -295,7 +353,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_list()
         if args.command == "run":
             return _cmd_run(args)
-        return _cmd_sweep(args)
+        if args.command == "sweep":
+            return _cmd_sweep(args)
+        return {"full": _cmd_full, "pack": _cmd_pack, "store": _cmd_store}[args.command](args)
     except UsageError as e:  # bad input: a clear message; errors inside experiments keep their traceback
         parser.exit(2, f"{parser.prog} {args.command}: error: {e}\n")
 

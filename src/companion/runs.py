@@ -24,7 +24,8 @@ from .provenance import atomic_write_bytes, load_result, repo_root, save_result
 from .report import PROFILES
 from .sweep import flatten_result, unflatten_result
 
-__all__ = ["results_dir", "run_experiment", "sweep_experiment", "load_run", "show_stored", "save_figures", "figure_sources", "chapter_times", "machine"]
+__all__ = ["results_dir", "run_experiment", "sweep_experiment", "load_run", "show_stored", "save_figures", "figure_sources",
+           "chapter_times", "machine", "stored_profiles", "run_profiles", "pack_results", "store_packed", "check_writable"]
 
 
 def results_dir(root: Path | str | None = None) -> Path:
@@ -425,3 +426,164 @@ def machine() -> dict[str, Any]:
         "torch": torch.__version__,
         "accelerator": cuda_summary(),
     }
+
+
+def stored_profiles(name: str, root: Path | str | None = None) -> list[str]:
+    """The profiles of ``name`` stored under ``data/results`` (of ``root``) whose files verify.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> stored_profiles("intro-consensus", root=root)
+    []
+    >>> _ = run_experiment("intro-consensus", "full", out=results_dir(root), params={"n": 4, "t1": 1.0}, figure=False)
+    >>> stored_profiles("intro-consensus", root=root)
+    ['full']
+    """
+    out = []
+    for profile in PROFILES:
+        try:
+            if load_run(name, profile, root) is not None:
+                out.append(profile)
+        except (OSError, ValueError):  # damaged or foreign: not stored, to be recomputed
+            pass
+    return out
+
+
+def run_profiles(names: Sequence[str], profile: str = "full", device: str = "cpu", *, out: Path | str | None = None,
+                 budget_s: float = 720.0, skip_stored: bool = True, python: str | None = None,
+                 log=print) -> list[dict[str, Any]]:
+    """Run each experiment of ``names`` in ``profile``, one subprocess each, within ``budget_s`` seconds.
+
+    An experiment already stored (and verified) in ``out`` is skipped when ``skip_stored``; each
+    subprocess is ``python -m companion run NAME`` with a timeout of the budget left, so a run that
+    would overrun is stopped and nothing half-written is kept (results are written atomically, JSON
+    last). Resumable: call it again and it continues with what is missing. Returns one row per name:
+    ``name``, ``status`` (``stored``, ``ran``, ``failed``, ``timeout``, ``not started``) and ``seconds``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp())
+    >>> rows = run_profiles(["intro-consensus"], "fast", out=out, budget_s=300, log=lambda s: None)
+    >>> [(r["name"], r["status"]) for r in rows], sorted(p.name for p in (out / "intro-consensus").iterdir())
+    ([('intro-consensus', 'ran')], ['fast.json', 'fast.npz', 'fast.png'])
+    >>> [r["status"] for r in run_profiles(["intro-consensus"], "fast", out=out, log=lambda s: None)]
+    ['stored']
+    """
+    import subprocess
+    import sys
+
+    _check_profile(profile)
+    out = Path(out) if out is not None else results_dir()
+    python = python or sys.executable
+    deadline = time.monotonic() + float(budget_s)
+    rows = []
+    for name in names:
+        if skip_stored and (out / name / f"{profile}.json").exists():
+            try:
+                load_result(out / name / f"{profile}.npz")
+                rows.append({"name": name, "status": "stored", "seconds": 0.0})
+                log(f"{name}: stored already, skipped")
+                continue
+            except (OSError, ValueError) as e:
+                log(f"{name}: stored result does not verify ({e}); recomputing")
+        left = deadline - time.monotonic()
+        if left < 1:
+            rows.append({"name": name, "status": "not started", "seconds": 0.0})
+            continue
+        t0 = time.monotonic()
+        cmd = [python, "-m", "companion", "run", name, "--profile", profile, "--device", device, "--out", str(out)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
+            status = "ran" if proc.returncode == 0 else "failed"
+            detail = "" if proc.returncode == 0 else " " + (proc.stderr.strip().splitlines() or ["?"])[-1]
+        except subprocess.TimeoutExpired:
+            status, detail = "timeout", f" (budget of {budget_s:.0f} s spent)"
+        seconds = time.monotonic() - t0
+        rows.append({"name": name, "status": status, "seconds": round(seconds, 1)})
+        log(f"{name}: {status} in {seconds:.1f} s{detail}")
+    return rows
+
+
+def pack_results(folder: Path | str, dest: Path | str, *, max_files: int = 8, max_bytes: int = 16 * 2**20) -> list[Path]:
+    """Pack every verified result under ``folder`` (``<name>/<profile>.*``) into at most ``max_files``
+    gzipped tar files of at most ``max_bytes`` each, written to ``dest``.
+
+    For bringing results back from a remote machine that returns a few small files. A result that does
+    not verify is left out; one that alone exceeds ``max_bytes`` compressed raises ValueError.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp())
+    >>> _ = run_experiment("intro-consensus", "fast", out=out / "results", params={"n": 4, "t1": 1.0})
+    >>> packs = pack_results(out / "results", out / "packed")
+    >>> [p.name for p in packs]
+    ['results-1.tar.gz']
+    >>> stored = store_packed(packs, Path(tempfile.mkdtemp()))
+    >>> [p.relative_to(p.parents[1]).as_posix() for p in stored]
+    ['intro-consensus/fast.npz']
+    """
+    import gzip
+    import tarfile
+
+    folder, dest = Path(folder), Path(dest)
+    units = []
+    for meta in sorted(folder.glob("*/*.json")):
+        npz = meta.with_suffix(".npz")
+        try:
+            _, info = load_result(npz)
+        except (OSError, ValueError):
+            continue
+        files = [meta, npz] + [meta.parent / f for f in (info.get("figures") or [])]
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for f in files:
+                tar.add(f, arcname=f.relative_to(folder).as_posix())
+        size = len(gzip.compress(buf.getvalue(), compresslevel=9))
+        if size > max_bytes:
+            raise ValueError(f"{npz}: {size / 2**20:.1f} MB compressed, more than max_bytes = {max_bytes / 2**20:.1f} MB")
+        units.append((size, files))
+    bins: list[list] = []  # first fit, largest first
+    for size, files in sorted(units, key=lambda u: -u[0]):
+        for b in bins:
+            if b[0] + size <= max_bytes:
+                b[0] += size
+                b[1].extend(files)
+                break
+        else:
+            bins.append([size, list(files)])
+    if len(bins) > max_files:
+        raise ValueError(f"{len(units)} results need {len(bins)} files of at most {max_bytes / 2**20:.0f} MB; max_files = {max_files}")
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    for i, (_, files) in enumerate(bins, 1):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            for f in files:
+                tar.add(f, arcname=f.relative_to(folder).as_posix())
+        written.append(atomic_write_bytes(dest / f"results-{i}.tar.gz", buf.getvalue()))
+    return written
+
+
+def store_packed(packs: Sequence[Path | str], root: Path | str | None = None) -> list[Path]:
+    """Unpack files made by :func:`pack_results` into ``root`` (default ``data/results``), verifying
+    each result before it replaces anything; returns the .npz paths stored (example: :func:`pack_results`)."""
+    import tarfile
+    import tempfile
+
+    root = Path(root) if root is not None else results_dir()
+    stored = []
+    for pack in packs:
+        with tempfile.TemporaryDirectory() as tmp, tarfile.open(pack, mode="r:gz") as tar:
+            tar.extractall(tmp, filter="data")  # no absolute paths, links or devices
+            for meta in sorted(Path(tmp).glob("*/*.json")):
+                npz = meta.with_suffix(".npz")
+                _, info = load_result(npz)  # raises, naming the file, if it does not verify
+                target = root / meta.parent.name
+                for f in [npz] + [meta.parent / n for n in (info.get("figures") or [])] + [meta]:  # JSON last
+                    atomic_write_bytes(target / f.name, f.read_bytes())
+                stored.append(target / npz.name)
+    return stored
