@@ -7,10 +7,13 @@ rtol = 1e-12 (checked against float64 RK4 at dt = 5e-3, a second method; their d
 For the package's integrators (Euler, RK4, Dormand-Prince 5(4)) at several steps or tolerances it
 prints wall time and the maximum final-state error against the reference; then the same for a plain
 numpy implementation in the style of the authors' scripts (one trial at a time, vectorised over
-tokens, explicit Euler then renormalise), which runs ONE trial at the step that reaches a final error
-of about 1e-4 and is scaled by the trial count (trials are independent). The last line is
-``speedup <ratio>``: the authors' style time to reach a final error of 1e-4 over the package's time
-for the same error (the cheapest package run with error <= 1e-4).
+tokens, explicit Euler then renormalise), held to the same standard as the package: the maximum
+final error over ALL trials <= 1e-4. The worst trial sets its step (Euler's error constant per trial
+measured on the whole ensemble at two steps); one trial is timed for 20,000 steps and scaled to the
+step count and the trial count (trials are independent; a step costs the same in every trial). The
+last line is ``speedup <ratio>``: that time over the package's for the same maximum error (the
+cheapest package run with error <= 1e-4). Before 2026-11-30 the baseline was held to trial 0's error
+alone, which favoured it by the ratio of the worst trial's error constant to trial 0's.
 
 The exp-throughput share is the time of torch.exp on a flat float32 array of trials * n * n entries
 over the time of one float32 field evaluation, measured as the median of interleaved repetitions; it
@@ -81,6 +84,20 @@ def numpy_euler_one_trial(x0: np.ndarray, V: np.ndarray, beta: float, dt: float,
     return x
 
 
+def numpy_euler_batch(x0: np.ndarray, V: np.ndarray, beta: float, dt: float, T: float) -> np.ndarray:
+    """The same Euler + renormalise step as :func:`numpy_euler_one_trial`, over a (trials, n, d) batch."""
+    x = x0.copy()
+    for _ in range(int(round(T / dt))):
+        s = beta * (x @ V) @ x.transpose(0, 2, 1)
+        w = np.exp(s - s.max(axis=2, keepdims=True))
+        w /= w.sum(axis=2, keepdims=True)
+        f = w @ (x @ V.T)
+        f -= (f * x).sum(axis=2, keepdims=True) * x
+        x = x + dt * f
+        x /= np.linalg.norm(x, axis=2, keepdims=True)
+    return x
+
+
 def peak_memory_subprocess(n: int) -> float:
     """Peak resident memory (GB) above the resident set before one float32 field evaluation at n tokens, d = 3."""
     code = (
@@ -126,20 +143,30 @@ def main() -> None:
     for name, t, err, nfe in rows:
         print(f"{name:<52} {t:9.3f} {err:10.2e} {nfe:12d}")
 
-    # The authors' style, one trial, at the step that reaches ~1e-4 (Euler's error ~ C dt: fit C first).
+    # The authors' style held to the package's standard: the MAXIMUM final error over all trials
+    # <= 1e-4. Euler's error is ~ C_i dt per trial; the worst trial's C sets the step. C_i comes from a
+    # batched numpy Euler (same arithmetic as the one-trial loop) at two steps, whose ratio checks that
+    # the error is linear in dt there. The cost per trial does not depend on the trial, so one trial is
+    # timed for a fixed number of steps and scaled to the step count and the trial count.
     Vn = V.numpy()
-    x1 = x0[0].numpy()
-    errs = {}
-    for dt in (1e-2, 5e-3):
-        errs[dt] = np.abs(numpy_euler_one_trial(x1, Vn, BETA, dt, T_END) - ref[0].numpy()).max()
-    C = np.mean([e / dt for dt, e in errs.items()])
-    dt_target = 1e-4 / C
-    dt_run = T_END / int(np.ceil(T_END / dt_target))
-    x_np, t_np1 = timed(lambda: numpy_euler_one_trial(x1, Vn, BETA, dt_run, T_END))
-    err_np = np.abs(x_np - ref[0].numpy()).max()
+    x_all = x0.numpy()
+    ref_np = ref.numpy()
+    errs = {dt: np.abs(numpy_euler_batch(x_all, Vn, BETA, dt, T_END) - ref_np).max(axis=(1, 2)) for dt in (5e-3, 2.5e-3)}
+    C = errs[2.5e-3] / 2.5e-3
+    linear = errs[5e-3] / errs[2.5e-3]
+    worst = int(np.argmax(C))
+    print(f"authors' style numpy Euler, all {trials} trials at dt = 2.5e-3: final error median {np.median(errs[2.5e-3]):.2e}, "
+          f"trial 0 {errs[2.5e-3][0]:.2e}, worst (trial {worst}) {errs[2.5e-3][worst]:.2e}; "
+          f"error(5e-3)/error(2.5e-3) over trials: {np.median(linear):.2f} median, {linear[worst]:.2f} worst (2 = linear)")
+    steps = int(np.ceil(T_END * C.max() / 1e-4))
+    probe = 20_000
+    _, t_probe = timed(lambda: numpy_euler_one_trial(x_all[worst], Vn, BETA, T_END / steps, T_END * probe / steps))
+    t_np1 = t_probe * steps / probe
     t_np = t_np1 * trials
-    print(f"authors' style numpy Euler, one trial: error/dt constant {C:.2f}, dt = {dt_run:.2e}, error {err_np:.2e}, "
-          f"{t_np1:.1f} s -> x {trials} trials = {t_np:.0f} s")
+    t_np0 = t_np1 * C[0] / C.max()
+    print(f"authors' style held to max error <= 1e-4 over trials: dt = {T_END / steps:.2e} ({steps} steps; "
+          f"{t_probe:.1f} s for {probe} steps) -> {t_np1:.0f} s a trial x {trials} trials = {t_np:.0f} s "
+          f"(held to trial 0's error alone, as this script did before: {t_np0 * trials:.0f} s)")
 
     ok = [(t, name) for name, t, err, _ in rows if err <= 1e-4]
     t_pkg, name_pkg = min(ok)

@@ -333,24 +333,39 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
     >>> rows = {r["experiment"]: r for r in figure_sources("fast", root=root)}
     >>> [(r["profile"], r["device"], r["source"]) for r in (rows["intro-consensus"], rows["intro-clustering"])]
     [('full', 'cpu', 'data/results/intro-consensus/full.npz'), ('fast', 'cpu', 'computed while the chapter executes')]
+    >>> rows["intro-consensus"]["full_s"] > 0, rows["intro-consensus"]["fast_s"], rows["intro-consensus"]["verdicts"]
+    (True, None, {'reproduced': 2})
     """
     from .experiments import registry
 
     rows = []
     for name, exp in registry().items():
         meta_path = results_dir(root) / name / "full.json"
+        times = {p: _wall_time(results_dir(root) / name / f"{p}.json") for p in PROFILES}
         if meta_path.exists():
             meta = json.loads(meta_path.read_text())
             dev = str((meta.get("config") or {}).get("device", "?"))
             if dev.startswith("cuda"):  # the provenance names the GPU model
-                dev = str(meta.get("device", dev))
+                dev = str(meta.get("cuda_device") or meta.get("device") or dev)
+            verdicts = [c.get("status") for c in meta.get("claims") or []]
             rows.append({"experiment": name, "chapter": exp.chapter, "profile": "full",
                          "device": dev, "source": f"data/results/{name}/full.npz",
-                         "commit": (meta.get("commit") or "?")[:10], "created": meta.get("created", "?")})
+                         "commit": (meta.get("commit") or "?")[:10], "created": meta.get("created", "?"),
+                         "fast_s": times["fast"], "full_s": times["full"],
+                         "verdicts": {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}})
         else:
             rows.append({"experiment": name, "chapter": exp.chapter, "profile": profile, "device": "cpu",
-                         "source": "computed while the chapter executes", "commit": "", "created": ""})
+                         "source": "computed while the chapter executes", "commit": "", "created": "",
+                         "fast_s": times["fast"], "full_s": None, "verdicts": {}})
     return rows
+
+
+def _wall_time(meta_path: Path) -> float | None:
+    """The wall time a stored run recorded, None when nothing (readable) is stored."""
+    try:
+        return float(json.loads(meta_path.read_text())["wall_time_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def chapter_times(chapters: Path | str | None = None) -> list[dict[str, Any]]:
