@@ -9,6 +9,8 @@ import torch
 __all__ = [
     "as_tokens",
     "check_beta",
+    "check_count",
+    "check_data_device",
     "check_positive",
     "check_matrix",
     "check_on_sphere",
@@ -28,6 +30,7 @@ def as_tokens(X: Any, name: str = "X") -> torch.Tensor:
         raise TypeError(f"{name} must be a torch.Tensor of shape (trials, n, d) or (n, d), got {type(X).__name__}")
     if not X.is_floating_point():
         raise TypeError(f"{name} must have a floating dtype (float32 or float64), got {X.dtype}")
+    check_data_device(X, name)
     if X.ndim == 2:
         X = X.unsqueeze(0)
     if X.ndim != 3:
@@ -37,6 +40,24 @@ def as_tokens(X: Any, name: str = "X") -> torch.Tensor:
     if not torch.isfinite(X).all():
         raise ValueError(f"{name} has non-finite entries (NaN or inf)")
     return X
+
+
+def check_data_device(X: torch.Tensor, name: str) -> None:
+    """Raise ValueError if ``X`` is on the ``meta`` device: it has a shape but no values to check or compute with."""
+    if X.device.type == "meta":
+        raise ValueError(f"{name} is on the 'meta' device, which holds no values: create it on 'cpu' or 'cuda'")
+
+
+def check_count(value: Any, name: str) -> int:
+    """Return ``value`` as an int after checking it is an integer >= 1 (bool and 2.5 refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__index__"):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if isinstance(value, float) and not value.is_integer():
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    v = int(value)
+    if v < 1:
+        raise ValueError(f"{name} must be >= 1, got {v}")
+    return v
 
 
 def check_positive(value: float, name: str, *, strict: bool = True) -> float:
@@ -76,6 +97,7 @@ def check_matrix(M: Any, d: int, name: str, *, like: torch.Tensor | None = None)
             M = torch.as_tensor(M)
         except Exception:
             raise TypeError(f"{name} must be a (d, d) tensor or array, got {type(M).__name__}") from None
+    check_data_device(M, name)
     if M.ndim not in (2, 3) or M.shape[-2:] != (d, d):
         raise ValueError(f"{name} must have shape ({d}, {d}) or (trials, {d}, {d}) to match d = {d}, got {tuple(M.shape)}")
     if like is not None:

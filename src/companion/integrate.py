@@ -4,20 +4,44 @@ Fixed-step explicit Euler and classical RK4, and the adaptive Dormand-Prince 5(4
 control. Sphere models are integrated in the ambient space (their field is tangent) and retracted
 back onto the sphere by renormalising after every step. States are kept at the requested times
 only.
+
+Guards: fixed steps are counted against ``max_steps`` before the first one and, for a Sphere model,
+checked against a stability limit (:func:`stability_number`: a :class:`StabilityWarning`, or a
+refusal far above it); dopri5 rejects and shrinks a step whose stages overflow, and stops with an
+error naming the time reached and the step when the step falls below what t resolves.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from typing import Any, Sequence
 
 import torch
 
-from ._validate import check_positive
+from ._validate import check_count, check_positive
+from .models import Model, Sphere, check_model
 
-__all__ = ["simulate", "Solution", "METHODS"]
+__all__ = ["simulate", "Solution", "METHODS", "STABILITY_LIMITS", "HARD_FACTOR", "StabilityWarning", "stability_number"]
 
 METHODS = ("euler", "rk4", "dopri5")
+_EPS = 2.0**-52  # float64 machine epsilon: times are Python floats whatever the state's dtype
+
+# Linear stability intervals on the negative real axis, |R(z)| <= 1 for z in [-limit, 0]:
+# Euler R = 1 + z; RK4 R = 1 + z + z^2/2 + z^3/6 + z^4/24 (root of R(z) = 1 at z = -2.7853).
+STABILITY_LIMITS = {"euler": 2.0, "rk4": 2.785}
+# stability_number above HARD_FACTOR times the method's limit is refused, not just warned about.
+HARD_FACTOR = 10.0
+
+
+class StabilityWarning(UserWarning):
+    """A fixed step above its method's stability limit for the model (:func:`stability_number`).
+
+    Examples
+    --------
+    >>> issubclass(StabilityWarning, UserWarning)
+    True
+    """
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,7 +53,8 @@ class Solution:
     ts : (T,) float64 tensor of saved times.
     xs : (T, trials, n, d) states at those times (x0's dtype and device).
     stats : dict with ``steps`` (accepted), ``rejected`` and ``evaluations`` of the field.
-    config : dict describing the model, method and step or tolerances.
+    config : dict describing the model, method and step or tolerances; ``t1`` is the time integrated
+        to (the last save time).
 
     Examples
     --------
@@ -93,6 +118,93 @@ def _dopri_step(f, t, x, h, k1):
     return x_new, err, ks[-1]  # FSAL: the last stage is f at the new point
 
 
+def _step_counts(t0: float, times: list[float], dt: float) -> list[float]:
+    """Fixed steps in each save interval, ``ceil(length / dt)``; inf where that count overflows."""
+    counts, t = [], t0
+    for ts in times:
+        q = (ts - t) / dt - 1e-9 if ts > t else 0.0
+        counts.append(math.ceil(q) if math.isfinite(q) else math.inf)
+        t = ts
+    return counts
+
+
+def _largest_step(t0: float, times: list[float], counts: list[float]) -> float:
+    """The longest of the equal steps that split each save interval (0 when no step is taken)."""
+    starts = [t0] + times[:-1]
+    return max([(b - a) / m for a, b, m in zip(starts, times, counts) if m] or [0.0])
+
+
+def stability_number(model: Any, h: float) -> float | None:
+    r"""The fixed step ``h`` against the field's scale, ``h * Lambda``, for a :class:`~companion.models.Sphere`
+    model (None for any other model: no bound is derived for it).
+
+    .. math::
+
+        \Lambda = 2\, \|V\|_2\, W, \qquad W = 1 \ (\text{softmax}), \qquad
+        W = e^{\beta \|A\|_2} \ (\text{usa}),
+
+    with ``||.||_2`` the spectral norm (A or V None: the identity; per-trial matrices: the largest).
+
+    Derivation. Token i moves by :math:`F_i = P_{x_i} m_i`, :math:`m_i = \sum_j w_{ij} V x_j`,
+    :math:`P_x = I - x x^\top`, all :math:`|x_j| = 1`; the weights sum to :math:`W_i = \sum_j w_{ij}
+    \le W` (1 for softmax; usa weights are :math:`e^{\beta \langle A x_i, x_j\rangle}/n \le
+    e^{\beta\|A\|_2}/n`). With the weights frozen, the tangent part of the linearisation is
+
+    .. math::
+
+        \delta F_i = \sum_j w_{ij} P_{x_i} V \delta x_j - \langle x_i, m_i\rangle\, \delta x_i,
+
+    whose block-row norm is at most :math:`W\|V\|_2 + W\|V\|_2 = \Lambda`, so every eigenvalue
+    :math:`\lambda` of the linearised flow has :math:`|\lambda| \le \Lambda`. The bound is attained:
+    at a consensus on the top eigenvector of a symmetric V (and of A, for usa) the eigenvalues include
+    :math:`W(\lambda_d - \lambda_1)`, which is :math:`-\Lambda` when :math:`\lambda_d = -\lambda_1`.
+    A method with linear stability interval :math:`[-L, 0]` on the negative real axis
+    (:data:`STABILITY_LIMITS`: Euler 2, RK4 2.785) is then stable wherever :math:`h\Lambda \le L`;
+    above it a token can be thrown past its attractor, and the retraction onto the sphere keeps the
+    wrong state finite. The derivative of the weights (a term :math:`\beta \|A\|_2 \|V\|_2` times the weighted
+    spread of the tokens) is left out: the weights are bounded, so it only matters transiently, near ties
+    between groups of tokens, and counting it would flag paper B's low-temperature runs (beta up to
+    1000 at dt = 0.01), which match the paper.
+
+    Examples
+    --------
+    >>> from companion.models import Euclidean, Sphere
+    >>> stability_number(Sphere(V=2 * torch.eye(3), beta=4.0), 0.5)  # 0.5 * 2 * 2
+    2.0
+    >>> round(stability_number(Sphere(beta=1.0, normalization="usa"), 0.5), 4)  # 0.5 * 2 * e
+    2.7183
+    >>> stability_number(Euclidean(), 0.5) is None
+    True
+    """
+    if not isinstance(model, Sphere):
+        return None
+
+    def norm(M: torch.Tensor | None) -> float:
+        if M is None:
+            return 1.0
+        M = torch.as_tensor(M)
+        return torch.linalg.matrix_norm(M.to(torch.float64) if M.dtype != torch.float64 else M, ord=2).max().item()
+
+    log_w = model.beta * norm(model.A) if model.normalization == "usa" else 0.0
+    return h * 2.0 * norm(model.V) * math.exp(min(log_w, 700.0))  # e^700: already refused at any step
+
+
+def _check_stability(model: Any, method: str, h: float, dt: float) -> None:
+    """Warn (:class:`StabilityWarning`) above the method's stability limit, refuse above HARD_FACTOR times it."""
+    number = stability_number(model, h)
+    if number is None or h == 0.0:
+        return
+    limit = STABILITY_LIMITS[method]
+    what = (f"the {method} step h = {h:.3g} (dt = {dt:g}) against this Sphere model's scale: "
+            f"h * 2 ||V||_2 * W = {number:.3g} (W = 1 for softmax, e^(beta ||A||_2) for usa)")
+    if number > HARD_FACTOR * limit:
+        raise ValueError(f"simulate: {what} > {HARD_FACTOR * limit:g}, the hard limit ({HARD_FACTOR:g} x {method}'s "
+                         f"stability limit {limit:g}); use dt <= {h * limit / number:.3g}")
+    if number > limit:
+        warnings.warn(f"simulate: {what} > {limit:g}, {method}'s stability limit: tokens can be thrown past their "
+                      f"attractor and end at a wrong point; use dt <= {h * limit / number:.3g}", StabilityWarning, stacklevel=3)
+
+
 def _save_times(t0: float, t1: float, save_at: Sequence[float] | torch.Tensor | None) -> list[float]:
     if save_at is None:
         return [t0, t1]
@@ -109,7 +221,7 @@ def _save_times(t0: float, t1: float, save_at: Sequence[float] | torch.Tensor | 
 
 
 def simulate(
-    model,
+    model: Model,
     x0: torch.Tensor,
     t1: float,
     *,
@@ -126,22 +238,46 @@ def simulate(
 
     Parameters
     ----------
-    model : any object with ``vector_field(t, X)``, ``on_sphere``, ``validate(X)`` and ``cast(X)``
-        (every class in :mod:`companion.models`).
+    model : a :class:`companion.models.Model`: ``on_sphere``, ``validate(X)``, ``cast(X)`` and
+        ``vector_field(t, X)`` (TypeError naming what is missing otherwise).
     x0 : (trials, n, d) or (n, d) initial tokens; its device and dtype are used throughout.
     t1 : final time (> t0).
     method : ``"euler"``, ``"rk4"`` (fixed step) or ``"dopri5"`` (adaptive, error control).
     dt : step for the fixed-step methods (> 0). Between consecutive save times the interval is split
         into ``ceil(length / dt)`` equal steps, so every save time is hit exactly and no step exceeds
         ``dt``. For dopri5, the initial step guess.
-    save_at : times at which to keep the state (default ``[t0, t1]``), inside [t0, t1].
+    save_at : times at which to keep the state (default ``[t0, t1]``), inside [t0, t1]. The run stops
+        at the last save time: when it is before t1, ``final`` is the state there and ``config["t1"]``
+        records that time, not the t1 asked for.
     rtol, atol : tolerances of dopri5 (mixed error norm, RMS over every entry of the batch: all trials
-        share one step size).
+        share one step size). rtol below the unit roundoff of x0's dtype is refused.
+    max_steps : most steps. Fixed-step methods refuse up front when the save grid needs more
+        (``ceil(length / dt)`` per save interval); dopri5 counts accepted and rejected steps and stops
+        with RuntimeError naming the time reached and the step.
     progress : show a tqdm progress bar over the save times.
 
     Returns
     -------
     :class:`Solution` with ``ts : (T,)`` and ``xs : (T, trials, n, d)``.
+
+    Raises
+    ------
+    ValueError
+        Bad arguments; a fixed step far above the stability limit of a
+        :class:`~companion.models.Sphere` model (:func:`stability_number` above :data:`HARD_FACTOR`
+        times :data:`STABILITY_LIMITS`); more fixed steps than ``max_steps``.
+    RuntimeError
+        dopri5 reached ``max_steps``, or its step fell below ``10 eps max(|t|, |t_save|)``, the
+        smallest step that t resolves (a problem too stiff for an explicit method there).
+    FloatingPointError
+        The field is non-finite at the state reached (dopri5: also at every step down to that
+        smallest one), or a fixed-step state became non-finite.
+
+    Warns
+    -----
+    StabilityWarning
+        A fixed step above the method's stability limit for a Sphere model (:func:`stability_number`).
+        Larger dopri5 steps whose stages overflow are rejected and shrunk, not reported.
 
     Examples
     --------
@@ -151,6 +287,7 @@ def simulate(
     >>> round(sol.final.item(), 8)  # x' = x gives e
     2.71828183
     """
+    check_model(model)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     t0 = float(t0)
@@ -160,23 +297,37 @@ def simulate(
     dt = check_positive(dt, "dt")
     rtol = check_positive(rtol, "rtol")
     atol = check_positive(atol, "atol")
+    max_steps = check_count(max_steps, "max_steps")
     X = model.validate(x0)
     model = model.cast(X)
     f = model.vector_field
     times = _save_times(t0, t1, save_at)
+    if method == "dopri5":
+        u = torch.finfo(X.dtype).eps / 2
+        if rtol < u:
+            raise ValueError(f"rtol = {rtol:g} is below the unit roundoff {u:.3g} of {X.dtype}: no step can meet "
+                             f"that relative error; use rtol >= {u:.3g} (atol still bounds the absolute error)")
+    else:
+        counts = _step_counts(t0, times, dt)
+        if sum(counts) > max_steps:
+            raise ValueError(f"simulate: {method} with dt = {dt:g} needs {sum(counts)} steps from t0 = {t0:g} to "
+                             f"t = {times[-1]:g} (ceil(length / dt) per save interval), more than max_steps = "
+                             f"{max_steps}: increase dt or max_steps")
+        _check_stability(model, method, _largest_step(t0, times, counts), dt)
     stats = {"steps": 0, "rejected": 0, "evaluations": 0}
     saved = []
     t = t0
     h = dt
     k1 = None
+    rejected = blew_up = False  # whether dopri5's last step was rejected, and for non-finite stages
     it = times
     if progress:
         from tqdm.auto import tqdm
 
         it = tqdm(times, desc=f"simulate[{method}]", leave=False)
-    for ts in it:
+    for j, ts in enumerate(it):
         if method in ("euler", "rk4"):
-            m = math.ceil((ts - t) / dt - 1e-9) if ts > t else 0
+            m = counts[j]
             step = _rk4 if method == "rk4" else _euler
             hm = (ts - t) / m if m else 0.0
             for i in range(m):
@@ -188,18 +339,40 @@ def simulate(
         else:
             while ts - t > 1e-12 * max(1.0, abs(ts)):
                 if stats["steps"] + stats["rejected"] >= max_steps:
-                    raise RuntimeError(f"simulate: dopri5 exceeded max_steps = {max_steps} before t = {ts}")
+                    raise RuntimeError(f"simulate: dopri5 reached max_steps = {max_steps} at t = {t:.10g} (next save "
+                                       f"time {ts:g}) with step h = {h:.3g}: the problem may be stiff for an explicit "
+                                       "method; raise max_steps, loosen rtol/atol or shorten t1")
                 if k1 is None:
                     k1 = f(t, X)
                     stats["evaluations"] += 1
+                    if not torch.isfinite(k1).all():
+                        raise FloatingPointError(f"simulate: the field is non-finite at t = {t:.10g}, at the state "
+                                                 "itself (no smaller step helps); check the model")
+                # Smallest step that t resolves (Hairer's DOPRI5 test): below it, t + h rounds h away. A small
+                # initial guess is raised to it; a step that rejections shrank below it ends the run.
+                h_min = 10 * _EPS * max(abs(t), abs(ts))
+                if h < h_min and not rejected:
+                    h = h_min
+                if h < h_min or t + min(h, ts - t) == t:
+                    if blew_up:
+                        raise FloatingPointError(f"simulate: dopri5 stopped at t = {t:.10g}: the field is non-finite "
+                                                 f"at every step tried, down to step h = {h:.3g} (smallest {h_min:.3g}); "
+                                                 "the solution blows up there or the model is singular")
+                    raise RuntimeError(f"simulate: dopri5 stopped at t = {t:.10g}: step h = {h:.3g} is below the "
+                                       f"smallest step {h_min:.3g} that t resolves (10 eps max(|t|, |t_save|)); "
+                                       "the problem is too stiff for an explicit method here")
                 hh = min(h, ts - t)
                 X_new, err, k_last = _dopri_step(f, t, X, hh, k1)
                 stats["evaluations"] += 6
                 scale = atol + rtol * torch.maximum(X.abs(), X_new.abs())
-                e = torch.sqrt(torch.mean((err / scale) ** 2)).item()
-                if not math.isfinite(e):
-                    raise FloatingPointError(f"simulate: non-finite error estimate at t = {t:g} (the field blew up)")
-                if e <= 1.0:
+                e_rms = torch.sqrt(torch.mean((err / scale) ** 2))
+                finite = torch.isfinite(X_new).all() & torch.isfinite(err).all()
+                e, ok = torch.stack([e_rms, finite.to(e_rms.dtype)]).tolist()  # one device sync
+                # A non-finite stage (the step overshot into an overflow) is a rejected step, not the end; so
+                # is an error norm that overflowed against a tiny atol.
+                blew_up = not ok
+                rejected = blew_up or not e <= 1.0
+                if not rejected:
                     t += hh
                     stats["steps"] += 1
                     retracted = _retract(model, X_new)
@@ -208,7 +381,7 @@ def simulate(
                     X = retracted
                 else:
                     stats["rejected"] += 1
-                factor = 0.9 * (1.0 / max(e, 1e-10)) ** 0.2
+                factor = 0.9 * (1.0 / max(e, 1e-10)) ** 0.2 if not blew_up else 0.0
                 h = hh * min(5.0, max(0.2, factor))
         if not torch.isfinite(X).all():
             raise FloatingPointError(f"simulate: the state became non-finite by t = {ts:g}; reduce dt or check the model")
@@ -218,7 +391,7 @@ def simulate(
         "method": method,
         "dt": dt,
         "t0": t0,
-        "t1": t1,
+        "t1": times[-1],  # the time integrated to: the last save time (t1 unless save_at ends before it)
         "rtol": rtol if method == "dopri5" else None,
         "atol": atol if method == "dopri5" else None,
         "dtype": str(X.dtype),
