@@ -214,11 +214,11 @@ def sweep_experiment(
     >>> from companion.sweep import product_grid
     >>> root = Path(tempfile.mkdtemp())
     >>> grid = product_grid(n=[1000], seed=[0, 1], trials=[2])
-    >>> points, path = sweep_experiment("metastable_lnN", grid, out=results_dir(root), scheduler="serial",
+    >>> points, path = sweep_experiment("metastable-lnN", grid, out=results_dir(root), scheduler="serial",
     ...                                 figure=False, progress=False)
     >>> sorted(p.suffix for p in points.iterdir()), path.relative_to(root).as_posix()
-    (['.json', '.json', '.npz', '.npz'], 'data/results/metastable_lnN/fast.npz')
-    >>> result, meta = load_run("metastable_lnN", "fast", root=root)
+    (['.json', '.json', '.npz', '.npz'], 'data/results/metastable-lnN/fast.npz')
+    >>> result, meta = load_run("metastable-lnN", "fast", root=root)
     >>> result["ns"].tolist(), result["trials"].tolist(), meta["sweep"]["points"], meta["sweep"]["axes"]
     ([1000], [4], 2, {'n': [1000], 'seed': [0, 1], 'trials': [2]})
     """
@@ -585,7 +585,25 @@ def pack_results(folder: Path | str, dest: Path | str, *, max_files: int = 8, ma
 
 def store_packed(packs: Sequence[Path | str], root: Path | str | None = None) -> list[Path]:
     """Unpack files made by :func:`pack_results` into ``root`` (default ``data/results``), verifying
-    each result before it replaces anything; returns the .npz paths stored (example: :func:`pack_results`)."""
+    each result before it replaces anything; returns the .npz paths stored (a round trip: :func:`pack_results`).
+
+    Examples
+    --------
+    A pack whose result was altered after packing is refused, naming the file:
+
+    >>> import tarfile, tempfile
+    >>> tmp = Path(tempfile.mkdtemp())
+    >>> _ = run_experiment("intro-consensus", "fast", out=tmp / "r", params={"n": 4, "t1": 0.5}, figure=False)
+    >>> _ = (tmp / "r" / "intro-consensus" / "fast.npz").write_bytes(b"altered")
+    >>> with tarfile.open(tmp / "bad.tar.gz", "w:gz") as tar:
+    ...     tar.add(tmp / "r" / "intro-consensus", arcname="intro-consensus")
+    >>> store_packed([tmp / "bad.tar.gz"], tmp / "stored")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    companion.provenance.ResultError: ...fast.npz...
+    >>> (tmp / "stored").exists()
+    False
+    """
     import tarfile
     import tempfile
 
