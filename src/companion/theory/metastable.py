@@ -20,7 +20,7 @@ import scipy.special
 
 from .._validate import check_beta, check_normalization, check_positive
 
-__all__ = ["growth_rate", "gamma_k", "k_max", "linear_time", "predicted_centres"]
+__all__ = ["growth_rate", "gamma_k", "k_max", "linear_time", "predicted_centres", "hminus1_mean_square"]
 
 
 def growth_rate(l: Any, beta: float, d: int = 2, normalization: str = "usa") -> np.ndarray:
@@ -131,3 +131,27 @@ def predicted_centres(theta0: Any, k: int) -> np.ndarray:
         raise ValueError("mode k of theta0 vanishes: the centres are undetermined")
     c = (2 * np.pi * np.arange(k) - np.angle(mu)) / k
     return np.sort(np.remainder(c, 2 * np.pi))
+
+
+def hminus1_mean_square(n: Any) -> np.ndarray:
+    r"""Expected squared H^{-1} norm of the empirical measure of n i.i.d. uniform angles minus the uniform law.
+
+    With :math:`\|\rho\|_{H^{-1}}^2 = \sum_{k \ne 0} |m_k|^2 / k^2`, :math:`m_k = \frac1n \sum_j e^{ik\theta_j}`,
+    and :math:`E|m_k|^2 = 1/n` for every :math:`k \ne 0`:
+
+    .. math::
+
+        E\,\|\mu_n - \tfrac{1}{2\pi}\|_{H^{-1}}^2 = \frac1n \sum_{k \ne 0} \frac{1}{k^2} = \frac{\pi^2}{3n},
+
+    the scaling :math:`\|\rho_0\|_{H^{-1}} \sim n^{-1/2}` of paper D's Lemma E.3 (as cited in the review
+    responses), with its constant.
+
+    Examples
+    --------
+    >>> round(float(hminus1_mean_square(1)), 6), hminus1_mean_square([10, 100]).round(6).tolist()
+    (3.289868, [0.328987, 0.032899])
+    """
+    n = np.asarray(n, dtype=np.float64)
+    if (n < 1).any():
+        raise ValueError(f"n must be >= 1, got {n}")
+    return np.pi ** 2 / (3 * n)
