@@ -25,7 +25,7 @@ from .report import PROFILES
 from .sweep import flatten_result, unflatten_result
 
 __all__ = ["results_dir", "run_experiment", "sweep_experiment", "load_run", "show_stored", "save_figures", "figure_sources",
-           "chapter_times", "machine", "stored_profiles", "run_profiles", "pack_results", "store_packed", "check_writable"]
+           "chapter_times", "machine", "stored_profiles", "run_profiles", "pack_results", "store_packed", "check_writable", "rejudge"]
 
 
 def results_dir(root: Path | str | None = None) -> Path:
@@ -620,3 +620,35 @@ def store_packed(packs: Sequence[Path | str], root: Path | str | None = None) ->
                     atomic_write_bytes(target / f.name, f.read_bytes())
                 stored.append(target / npz.name)
     return stored
+
+
+def rejudge(name: str, profile: str = "full", root: Path | str | None = None, *, write: bool = False) -> tuple[list, list]:
+    """The verdicts stored with a result against those its claims function gives now.
+
+    Returns ``(stored, current)`` as lists of ledger rows (dicts). With ``write=True`` the stored
+    rows are replaced by the current ones (the JSON is rewritten atomically; the hashes of the npz and
+    figures, which the verdicts do not enter, stay valid): verdicts are derived from the stored
+    numbers, so a changed claims function needs no recomputation, only this.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> _ = run_experiment("intro-consensus", "full", out=results_dir(root), params={"n": 4, "t1": 1.0}, figure=False)
+    >>> stored, current = rejudge("intro-consensus", root=root)
+    >>> stored == current, [r["status"] for r in current]
+    (True, ['reproduced', 'reproduced'])
+    """
+    from .experiments import get
+    from .provenance import atomic_write_text
+
+    loaded = load_run(name, profile, root)
+    if loaded is None:
+        raise FileNotFoundError(f"no stored {profile!r} result of {name!r} under {results_dir(root)}")
+    result, meta = loaded
+    current = [c.as_dict() for c in get(name).judge(result)]
+    stored = list(meta.get("claims") or [])
+    if write and stored != current:
+        meta["claims"] = current
+        atomic_write_text(results_dir(root) / name / f"{profile}.json", json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    return stored, current

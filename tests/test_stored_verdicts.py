@@ -1,0 +1,35 @@
+"""Every stored result under data/results carries the verdicts its experiment's claims function
+gives on it now: a stored result and its verdicts cannot drift apart."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from companion.provenance import repo_root
+from companion.runs import rejudge
+
+STORED = sorted((repo_root() / "data" / "results").glob("*/*.json"))
+
+
+@pytest.mark.parametrize("meta", STORED, ids=[f"{p.parent.name}/{p.stem}" for p in STORED])
+def test_stored_verdicts_are_current(meta):
+    stored, current = rejudge(meta.parent.name, meta.stem)
+    assert current, f"{meta}: its experiment's claims function gives no rows"
+    assert stored == current, (f"{meta}: stored verdicts differ from the claims function's; after checking why, store the "
+                               f"current ones with companion.runs.rejudge({meta.parent.name!r}, {meta.stem!r}, write=True)")
+
+
+def test_rejudge_writes_the_current_verdicts(tmp_path):
+    from companion.runs import results_dir, run_experiment
+
+    run_experiment("intro-consensus", "full", out=results_dir(tmp_path), params={"n": 4, "t1": 1.0}, figure=False)
+    path = results_dir(tmp_path) / "intro-consensus" / "full.json"
+    meta = json.loads(path.read_text())
+    meta["claims"][0]["status"] = "not-reproduced"  # a stale verdict
+    path.write_text(json.dumps(meta))
+    stored, current = rejudge("intro-consensus", root=tmp_path)
+    assert stored != current
+    rejudge("intro-consensus", root=tmp_path, write=True)
+    stored, current = rejudge("intro-consensus", root=tmp_path)  # and the hashes still verify
+    assert stored == current and current[0]["status"] == "reproduced"
