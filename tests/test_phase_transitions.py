@@ -1,16 +1,32 @@
-"""Chapter phase_transitions (paper A Section 4): the experiment building blocks on tiny sizes."""
+"""Chapter phase_transitions (paper A Section 4): the experiment building blocks on tiny sizes, and
+every claims function: on the experiment's (reduced) result it gives the chapter's verdict, and on a
+wrong input (the measurement moved past its tolerance, or the result of a wrong parameter) the
+verdict changes."""
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from companion import init, models, simulate
+from companion.experiments import judge
 from companion.experiments import phase_transitions as pt
 from companion.theory import lora_depth as th
 
 F64 = torch.float64
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread_for_the_module():
+    """One torch thread, set before the module-scoped results are computed (the shared ``one_thread``
+    fixture is per test, too late for them): the batches here are tiny, and a second thread on a
+    loaded 2-core machine made them tens of times slower."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
 
 
 def test_capped_rescaled_matches_core_model_below_cap():
@@ -71,6 +87,160 @@ def test_exit_time_follows_switch_time_and_bound():
             assert exits[tr] <= th.exit_time_bound(T_delta[tr], b)
 
 
-def test_bad_profile_is_rejected():
+def test_bad_profile_and_parameter_are_rejected():
     with pytest.raises(ValueError, match="profile must be"):
         pt.norm_transition(profile="huge")
+    with pytest.raises(ValueError, match="no parameter 'bad'"):
+        pt.eps_sweep(bad=1)
+    with pytest.raises(ValueError, match="fig8_kappa"):
+        pt.critical_kappa(kappas=(0.01, 0.02), per=2, L=8, t_end=1)
+
+
+def status(rows, cid):
+    (row,) = [c for c in rows if c.id == cid]
+    return row.status
+
+
+# ---------------------------------------------------------------- claims: each can fail
+@pytest.fixture(scope="module")
+def norm():
+    return pt.norm_transition(depths=(16, 32, 64, 128), per=32)
+
+
+def test_norm_claims_give_the_chapter_verdicts(norm):
+    rows = judge(norm)
+    assert [(c.id, c.status) for c in rows] == [
+        ("A-thm4.2-subcritical-vanishes", "reproduced"), ("A-thm4.2-rate-1/L-alpha0", "reproduced"),
+        ("A-thm4.2-rate-1/L-alpha1/4", "not-reproduced"), ("A-thm4.2-rate-derived", "reproduced"),
+        ("A-thm4.2-supercritical", "reproduced"), ("A-sec4.1.1-supercritical-sync", "reproduced")]
+    assert all(c.chapter == "phase_transitions" and c.profile == "custom" for c in rows)
+
+
+def test_norm_claims_fail_when_the_slopes_move(norm):
+    # alpha = 1/4 decaying like 1/L (the theorem's rate): (20) holds there, the derived law fails
+    rows = judge(dict(norm, slopes={**norm["slopes"], 0.25: -1.0}))
+    assert status(rows, "A-thm4.2-rate-1/L-alpha1/4") == "reproduced" and status(rows, "A-thm4.2-rate-derived") == "not-reproduced"
+    # no decay at alpha = 0: subcritical and both rate claims of alpha = 0 fail
+    rows = judge(dict(norm, slopes={**norm["slopes"], 0.0: -0.1}))
+    assert status(rows, "A-thm4.2-subcritical-vanishes") == "not-reproduced"
+    assert status(rows, "A-thm4.2-rate-1/L-alpha0") == "not-reproduced"
+    assert status(rows, "A-thm4.2-rate-derived") == "not-reproduced"
+    # a slope of alpha = 0 four of its tolerances' worth away, with a tiny s.e.: the tolerance is the 0.15 floor
+    rows = judge(dict(norm, slopes={**norm["slopes"], 0.0: -1.2}, slope_se={**norm["slope_se"], 0.0: 0.01}))
+    assert status(rows, "A-thm4.2-rate-1/L-alpha0") == "not-reproduced"
+    # alpha = 3/4: tokens that spread out, or a common direction that stays near u1, fail Sec. 4.1.1
+    spread = np.array(norm["sync_spread"], dtype=float)
+    spread[3] = norm["sync_disp"][3]  # spread as large as the displacement
+    assert status(judge(dict(norm, sync_spread=spread)), "A-sec4.1.1-supercritical-sync") == "not-reproduced"
+    # the alpha = 1/2 numbers in the alpha = 3/4 slot: synchronised, but the direction moves little
+    wrong = dict(norm, sync_spread=np.repeat(norm["sync_spread"][2], 4), sync_disp=np.repeat(norm["sync_disp"][2], 4))
+    assert status(judge(wrong), "A-sec4.1.1-supercritical-sync") == "not-reproduced"
+    # a growing critical level (alpha = 1/2 not flat) fails the supercritical claim
+    assert status(judge(dict(norm, slopes={**norm["slopes"], 0.5: 0.3})), "A-thm4.2-supercritical") == "not-reproduced"
+
+
+@pytest.fixture(scope="module")
+def crit():
+    return pt.critical_kappa()
+
+
+def test_critical_claims_give_the_chapter_verdicts(crit):
+    assert [(c.id, c.status) for c in judge(crit)] == [
+        ("A-eq21-small-kappa", "reproduced"), ("A-thmD4-sum-from-1", "not-reproduced"),
+        ("A-eq21-bingham-all-kappa", "reproduced"), ("A-fig8-synchronisation", "reproduced"),
+        ("A-lemD5-spread-rate", "reproduced"), ("A-lemD7-relaxation-rate", "reproduced")]
+    # Lemma D.7's rate for V = diag(1, 0.5, 0.25), d = 3: 0.5 + 1.5 kappa, by hand
+    assert crit["D7_rate"] == pytest.approx([0.5 + 1.5 * k for k in crit["kappas"]])
+    # the rate at small kappa is close to 2 lambda_1 = 2 (computed independently: Lemma D.5 without kappa)
+    assert abs(crit["spread_rate"][0] - 2.0) < 0.1
+
+
+def test_critical_claims_fail_for_a_wrong_parameter(crit):
+    # the measurement at twice the kappa, judged against the predictions for the chapter's kappa
+    doubled = pt.critical_kappa(kappas=tuple(2 * k for k in crit["kappas"]), fig8_kappa=0.1, per=20)
+    wrong = dict(doubled, eq21=crit["eq21"], D4=crit["D4"], bingham=crit["bingham"])
+    rows = judge(wrong)
+    assert status(rows, "A-eq21-small-kappa") == "not-reproduced"
+    assert status(rows, "A-eq21-bingham-all-kappa") == "not-reproduced"
+    # 10 % off everywhere: beyond 3 s.e. but within 20 %, the Bingham claim becomes partly
+    assert status(judge(dict(crit, q=crit["bingham"] * 1.1, q_se=crit["bingham"] * 0.01)), "A-eq21-bingham-all-kappa") == "partly"
+    # the D.4 form is right only if the measurement carries its n/d extra term
+    assert status(judge(dict(crit, q=crit["D4"])), "A-thmD4-sum-from-1") == "reproduced"
+    # a spread decaying 10 % slower than Lemma D.5's rate
+    assert status(judge(dict(crit, spread_rate=crit["C_S"] * 0.9)), "A-lemD5-spread-rate") == "not-reproduced"
+    # an approach to the level slower than Lemma D.7's rate by 4 standard errors at kappa = 0.05
+    slow = np.array(crit["relax_rate"], dtype=float)
+    slow[4] = crit["D7_rate"][4] - 4 * crit["relax_rate_se"][4]
+    assert status(judge(dict(crit, relax_rate=slow)), "A-lemD7-relaxation-rate") == "not-reproduced"
+    # tokens that did not synchronise
+    assert status(judge(dict(crit, fig8_spread=crit["fig8_disp"] / 10)), "A-fig8-synchronisation") == "not-reproduced"
+    assert status(judge(dict(crit, fig8_disp=1e-4, fig8_spread=1e-9)), "A-fig8-synchronisation") == "not-reproduced"
+
+
+def test_rank_claims_give_the_chapter_verdict_and_can_fail():
+    rank = pt.rank_independence()
+    assert [c.status for c in judge(rank)] == ["reproduced"]
+    levels = np.array(rank["levels"], dtype=float)
+    levels[-1] += 4 * math.hypot(rank["se"][-1], rank["se"][0])  # rank 16 moved 4 combined s.e. away
+    assert [c.status for c in judge(dict(rank, levels=levels))] == ["not-reproduced"]
+
+
+@pytest.fixture(scope="module")
+def dep():
+    return pt.depth_transition(trials=3, t_end=150.0)
+
+
+def test_depth_claims_give_the_chapter_verdicts(dep):
+    assert [(c.id, c.status) for c in judge(dep)] == [
+        ("A-thm4.6-exit-bound", "reproduced"), ("A-thm4.6-switch-time", "reproduced"), ("A-thm4.6-qk-setting", "not-reproduced"),
+        ("A-fig5-qk-exit", "reproduced"), ("A-corB8-bounded", "reproduced")]
+    assert dep["gap_b"] == 0.0  # V~ = I_2: the double eigenvalue 1 has no gap
+
+
+def test_depth_claims_fail_when_moved(dep):
+    assert status(judge(dict(dep, bound_a=dep["bound_a"] / 10)), "A-thm4.6-exit-bound") == "not-reproduced"
+    assert status(judge(dict(dep, bound_a=np.full(3, np.nan))), "A-thm4.6-exit-bound") == "not-reproduced"
+    # exits predicted for eps = 0.02 (half the switch time) against the eps = 0.01 measurement
+    half = np.array([th.switch_time(np.asarray(c), 0.02) for c in [dep["clusters0"]]] + list(dep["switch_a"][1:] / 2))
+    assert status(judge(dict(dep, switch_a=half)), "A-thm4.6-switch-time") == "not-reproduced"
+    # tokens that never leave the clusters in the QK setting
+    assert status(judge(dict(dep, exit_b=np.full(3, np.inf))), "A-fig5-qk-exit") == "not-reproduced"
+    assert status(judge(dict(dep, exit_b=np.array([4.0, np.inf, 5.0]))), "A-fig5-qk-exit") == "partly"
+    assert status(judge(dict(dep, hull_excess=1e-3)), "A-corB8-bounded") == "not-reproduced"
+
+
+def test_qk_setting_with_a_gap_satisfies_assumption_4_5():
+    # V~ = diag(1, 0.9) in setting (b): gap 0.1 > 0, so Assumption 4.5 holds and the row changes verdict
+    r = pt.depth_transition(trials=1, n=10, t_base=15.0, t_end=20.0, t_end_b=15.0, v_b=(1.0, 0.9))
+    assert r["gap_b"] == pytest.approx(0.1)
+    assert status(judge(r), "A-thm4.6-qk-setting") == "reproduced"
+
+
+def test_dominance_gap_and_hull_excess_by_hand():
+    assert pt.dominance_gap([1.0, 0.5, -0.75]) == pytest.approx(0.25)
+    assert pt.dominance_gap([2.0, -2.0]) == 0.0
+    # Lemma B.7 needs eigenvalues >= 0: with V = diag(1, -0.5) the second coordinate's range grows
+    Z0 = init.cube(2, 8, 2, 5.0, generator=torch.Generator().manual_seed(6))
+    kw = dict(method="rk4", dt=0.1, save_at=torch.arange(0.0, 3.05, 0.1, dtype=F64))
+    good = simulate(models.Rescaled(A=torch.eye(2, dtype=F64), V=torch.eye(2, dtype=F64)), Z0, 3.0, **kw).xs
+    bad = simulate(models.Rescaled(A=torch.eye(2, dtype=F64), V=torch.diag(torch.tensor([1.0, -0.5], dtype=F64))), Z0, 3.0, **kw).xs
+    assert pt.hull_excess(good) <= pt.HULL_TOL
+    assert pt.hull_excess(bad) > 100 * pt.HULL_TOL
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return pt.eps_sweep(inits=3, eps_count=5, eps_min=0.01, t_end=200.0, boot=50)
+
+
+def test_eps_sweep_claims_give_the_chapter_verdicts(sweep):
+    assert [(c.id, c.status) for c in judge(sweep)] == [
+        ("A-thm4.6-part1", "reproduced"), ("A-eps-scaling", "reproduced"), ("A-thm4.6-bound-sweep", "reproduced")]
+
+
+def test_eps_sweep_claims_fail_when_moved(sweep):
+    es = np.array(sweep["eps_star"], dtype=float)
+    es[0] = np.nan  # one initial condition leaves C before 10 T_delta at every eps
+    assert status(judge(dict(sweep, eps_star=es)), "A-thm4.6-part1") == "not-reproduced"
+    assert status(judge(dict(sweep, exponent_exit=-0.5)), "A-eps-scaling") == "not-reproduced"
+    assert status(judge(dict(sweep, bound=sweep["bound"] / 10)), "A-thm4.6-bound-sweep") == "not-reproduced"
