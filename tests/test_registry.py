@@ -88,6 +88,8 @@ def test_claims_can_fail(draw):
 
 
 def test_registration_is_checked():
+    with pytest.raises(TypeError, match="profiles"):
+        experiment("_test-x", chapter="_test")  # no undeclared experiments
     with pytest.raises(ValueError, match="profiles must be given"):
         experiment("_test-x", chapter="_test", profiles={"fast": DrawConfig()})
     with pytest.raises(TypeError, match="frozen dataclass"):
@@ -107,8 +109,9 @@ def test_registration_is_checked():
 
 def test_every_experiment_is_declared_and_named_by_its_chapter():
     reg = experiments.registry()
+    assert len(reg) >= 35
     for name, exp in reg.items():
-        assert not exp.legacy, f"{name} is not declared (config per profile) yet"
+        assert dataclasses.is_dataclass(exp.config) and exp.runner is not None, name
         assert name.startswith(CHAPTER_PREFIXES[exp.chapter] + "-"), name
         for p in ("fast", "full"):
             assert dataclasses.is_dataclass(exp.profiles[p]) and exp.profiles[p].seed is not None

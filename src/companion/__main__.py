@@ -186,8 +186,6 @@ def _cmd_list() -> int:
         print("no experiments registered")
     for name, e in reg.items():
         print(f"{name}\t{e.chapter}\t{e.description}")
-        if e.legacy:
-            continue
         for key, values in e.parameters().items():
             fast, full = values["fast"], values["full"]
             print(f"    {key} = {fast!r}" + ("" if full == fast else f"  (full: {full!r})"))
@@ -209,8 +207,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     params = dict(args.param)
     for n in names:  # unknown names, parameters and devices fail before anything runs
         exp = _checked(get, n)
-        if not exp.legacy:
-            _checked(exp.configure, args.profile, **params)
+        _checked(exp.configure, args.profile, **params)
     _checked(resolve_device, args.device)
     failed: list[str] = []
     times: dict[str, float] = {}
@@ -256,7 +253,7 @@ def _check_grid(exp, axes: dict[str, list[Any]]) -> None:
     import inspect
 
     target, what = _sweep_target(exp)
-    if exp.point is None and not exp.legacy:  # the whole experiment: the grid overrides its config
+    if exp.point is None:  # the whole experiment: the grid overrides its config
         for key, values in axes.items():
             for v in values:
                 _checked(exp.configure, "fast", **{key: v})
@@ -290,7 +287,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         _check_grid(exp, axes)
         grid = product_grid(**axes)
     elif exp.grid is not None:
-        grid = exp.grid(args.profile) if exp.legacy else exp.grid(exp.configure(args.profile))
+        grid = exp.grid(exp.configure(args.profile))
     else:
         raise UsageError(f"--grid is required: {args.name} has no sweep point, so no grid of its own (give at least one --grid KEY=V1,V2)")
     t0 = time.perf_counter()

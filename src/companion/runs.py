@@ -168,8 +168,7 @@ def run_experiment(
     _check_profile(profile)
     device = resolve_device(device)
     params = dict(params or {})
-    if not exp.legacy:
-        exp.configure(profile, **params)  # unknown keys and wrong types refused before anything runs
+    exp.configure(profile, **params)  # unknown keys and wrong types refused before anything runs
     folder = check_writable((Path(out) if out is not None else results_dir()) / name)
     t0 = time.perf_counter()
     result = exp.run(profile, device, **params)
@@ -237,19 +236,19 @@ def sweep_experiment(
             if reserved in p:
                 raise ValueError(f"grid points may not set {reserved!r}: it is the sweep's {reserved} argument")
     folder = check_writable((Path(out) if out is not None else results_dir()) / name)
-    cfg = None if exp.legacy else exp.configure(profile)
-    if exp.point is not None and cfg is not None:
+    cfg = exp.configure(profile)
+    if exp.point is not None:
         target = exp.point
         task = functools.partial(exp.point, cfg, device=device)
     else:
-        target = exp.point if exp.point is not None else exp.func
+        target = exp.func
         task = functools.partial(target, profile=profile, device=device)
     t0 = time.perf_counter()
     results = run_sweep(task, grid, folder / f"sweep-{profile}", scheduler=scheduler, n_workers=n_workers, progress=progress)
     if exp.assemble is None:
         return folder / f"sweep-{profile}", None
     points = [{k: v for k, v in r.items() if k != "_provenance"} for r in results]
-    result = exp.assemble(points) if cfg is None else exp.stamp(exp.assemble(points, cfg), cfg, profile)
+    result = exp.stamp(exp.assemble(points, cfg), cfg, profile)
     axes: dict[str, list[Any]] = {}
     for p in grid:
         for k, v in p.items():

@@ -204,12 +204,11 @@ class Experiment:
     assemble: Callable[..., dict[str, Any]] | None = None
     grid: Callable[..., list[dict[str, Any]]] | None = None
     runner: Callable[..., dict[str, Any]] | None = None
-    legacy: bool = False  # TRANSITION: ``body(profile, device, **kw)`` not yet declared; removed when all are
 
     @property
     def func(self) -> Callable[..., dict[str, Any]]:
         """``(profile="fast", device="cpu", **overrides) -> dict``: the experiment as one function."""
-        return self.body if self.legacy else self.runner
+        return self.runner
 
     def configure(self, profile: str = "fast", **overrides: Any) -> Any:
         """The config of ``profile`` with ``overrides`` applied (unknown keys and wrong types refused)."""
@@ -228,10 +227,6 @@ class Experiment:
 
         from ..gpu import resolve_device
 
-        if self.legacy:
-            if profile not in PROFILES:
-                raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
-            return self.body(profile=profile, device=device, **overrides)
         cfg = self.configure(profile, **overrides)
         device = resolve_device(device)
         generator = torch.Generator().manual_seed(cfg.seed)
@@ -256,7 +251,7 @@ class Experiment:
 
     def judge(self, result: Mapping[str, Any]) -> list:
         """The ledger rows of ``result`` (chapter and profile filled in); [] without a claims function."""
-        if self.claims is None or self.legacy:
+        if self.claims is None:
             return []
         rows = self.claims(result, self.config_of(result))
         profile = str(result.get("profile", "?"))
@@ -290,7 +285,7 @@ def _runner(exp_name: str, body: Callable[..., Any]) -> Callable[..., dict[str, 
     return run
 
 
-def experiment(name: str, chapter: str, profiles: Mapping[str, Any] | None = None, plot: Callable[..., Any] | None = None,
+def experiment(name: str, *, chapter: str, profiles: Mapping[str, Any], plot: Callable[..., Any] | None = None,
                claims: Callable[..., list] | None = None) -> Callable:
     """Decorator registering ``body(cfg, generator, device) -> dict`` as the experiment ``name``.
 
@@ -318,15 +313,6 @@ def experiment(name: str, chapter: str, profiles: Mapping[str, Any] | None = Non
     {'x': {'fast': 3.0, 'full': 30.0}, 'seed': {'fast': 0, 'full': 0}}
     >>> del _REGISTRY["_doc-square"]
     """
-    if profiles is None:  # TRANSITION: an experiment not yet declared, ``func(profile, device, **kw)``
-        def legacy(func: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
-            if name in _REGISTRY and _REGISTRY[name].body.__qualname__ != func.__qualname__:
-                raise ValueError(f"experiment name {name!r} is already registered")
-            doc = (func.__doc__ or "").strip().splitlines()
-            _REGISTRY[name] = Experiment(name, chapter, type(None), {}, func, doc[0] if doc else "", plot, legacy=True)
-            return func
-
-        return legacy
     _check_name(name, chapter)
     if set(profiles) != set(PROFILES):
         raise ValueError(f"experiment {name!r}: profiles must be given for exactly {PROFILES}, got {tuple(profiles)}")
