@@ -424,19 +424,73 @@ def train_lora(
 # ---------------------------------------------------------------- spectra
 
 
-def _attn_modules(model) -> list:
-    """Self-attention modules in depth order (Llama-style ``self_attn`` or BERT ``attention``)."""
-    mods = [m for n, m in model.named_modules() if n.endswith("self_attn") or n.endswith("attention.self")]
-    if not mods:
-        raise ValueError("model: found no self-attention modules (named self_attn or attention.self)")
-    return mods
+# Per-head query / key norms whose effect is a weight on each head coordinate (``w * x / rms(x)``):
+# the weight folds into Q_h, K_h; the per-token 1 / rms is a positive scalar that rescales the form.
+_FOLDABLE_QK_NORMS = ("Qwen3RMSNorm", "Qwen3MoeRMSNorm")
 
 
-def _proj(mod, names: Sequence[str]) -> torch.Tensor:
-    for n in names:
-        if hasattr(mod, n):
-            return getattr(mod, n).weight.detach().double()
-    raise ValueError(f"attention module has none of {names}")
+def _lin(layer) -> torch.Tensor:
+    """A projection's weight as ``(out, in)`` float64 (GPT-2's Conv1D stores ``(in, out)``)."""
+    W = layer.weight.detach().double()
+    return W.T if type(layer).__name__ == "Conv1D" else W
+
+
+def _qk_norm_weight(mod, name: str, hd: int) -> torch.Tensor | None:
+    norm = getattr(mod, name, None)
+    if norm is None:
+        return None
+    kind = type(norm).__name__
+    w = getattr(norm, "weight", None)
+    if kind not in _FOLDABLE_QK_NORMS or w is None or tuple(w.shape) != (hd,):
+        raise ValueError(f"model: attention {name} of type {kind} is not supported: only per-head "
+                         f"{' / '.join(_FOLDABLE_QK_NORMS)} (weight of shape (head_dim,)) fold into the query-key form")
+    return w.detach().double()
+
+
+def _attention_weights(model) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Per layer, in depth order, ``(W_Q, W_K, W_V, W_O)`` as ``(out, in)`` float64 matrices.
+
+    ``W_Q : (heads * hd, d)``, ``W_K``, ``W_V : (kv_heads * hd, d)``, rows grouped by head;
+    ``W_O : (d, heads * hd)``. Layouts: separate ``q_proj``/``k_proj``/``v_proj``/``o_proj``
+    (Llama, Mistral, Qwen; Qwen3's per-head ``q_norm``/``k_norm`` weights folded into ``W_Q``,
+    ``W_K``), BERT's ``query``/``key``/``value`` with ``output.dense``, GPT-2's fused ``c_attn``
+    (q, k, v blocks) and GPT-NeoX's fused ``query_key_value`` (q, k, v interleaved per head).
+    Anything else is refused with a ValueError naming the module.
+    """
+    h, kv, hd = _head_layout(model)
+    named = dict(model.named_modules())
+    out = []
+    for name, mod in named.items():
+        kind = type(mod).__name__
+        if all(hasattr(mod, a) for a in ("q_proj", "k_proj", "v_proj", "o_proj")):
+            Wq, Wk, Wv, Wo = (_lin(getattr(mod, a)) for a in ("q_proj", "k_proj", "v_proj", "o_proj"))
+            gq, gk = _qk_norm_weight(mod, "q_norm", hd), _qk_norm_weight(mod, "k_norm", hd)
+            if gq is not None:
+                Wq = (Wq.reshape(h, hd, -1) * gq[:, None]).reshape(h * hd, -1)
+            if gk is not None:
+                Wk = (Wk.reshape(kv, hd, -1) * gk[:, None]).reshape(kv * hd, -1)
+        elif name.endswith("attention.self") and all(hasattr(mod, a) for a in ("query", "key", "value")):
+            Wq, Wk, Wv = (_lin(getattr(mod, a)) for a in ("query", "key", "value"))
+            Wo = _lin(named[name[: -len("self")] + "output.dense"])
+        elif hasattr(mod, "c_attn") and kind.startswith("GPT2"):
+            if getattr(mod, "is_cross_attention", False):
+                raise ValueError(f"model: {name} is a cross-attention block; only self-attention is supported")
+            Wq, Wk, Wv = _lin(mod.c_attn).split(h * hd, dim=0)  # output = [q | k | v]
+            Wo = _lin(mod.c_proj)
+        elif hasattr(mod, "query_key_value") and kind.startswith("GPTNeoX"):
+            W = _lin(mod.query_key_value).reshape(h, 3, hd, -1)  # output viewed as (heads, 3 * hd): q, k, v per head
+            Wq, Wk, Wv = (W[:, i].reshape(h * hd, -1) for i in range(3))
+            Wo = _lin(mod.dense)
+        elif any(hasattr(mod, a) for a in ("query_key_value", "c_attn", "qkv_proj", "Wqkv", "W_pack")):
+            raise ValueError(f"model: the fused query-key-value layout of {name} ({kind}) is not supported; "
+                             "supported: q_proj/k_proj/v_proj/o_proj (Llama, Qwen, Mistral), BERT, GPT-2, GPT-NeoX")
+        else:
+            continue
+        out.append((Wq, Wk, Wv, Wo))
+    if not out:
+        raise ValueError("model: found no self-attention modules (q_proj/k_proj/v_proj/o_proj, BERT attention.self, "
+                         "GPT-2 c_attn or GPT-NeoX query_key_value)")
+    return out
 
 
 def _head_layout(model) -> tuple[int, int, int]:
@@ -454,24 +508,13 @@ def value_head_matrices(model) -> torch.Tensor:
     its nonzero eigenvalues are those of the (hd x hd) ``V_h`` returned here. With grouped key/value
     heads (SmolLM2: 9 query, 3 kv heads), query head ``h`` reads kv head ``h // (heads / kv)`` as in
     transformers' ``repeat_kv``. For BERT (no output projection inside ``attention.self``) the output
-    dense layer of ``attention.output`` is used.
+    dense layer of ``attention.output`` is used. Layouts as in :func:`qk_head_matrices`.
     """
     h, kv, hd = _head_layout(model)
     rep = h // kv
-    outs = []
-    named = dict(model.named_modules())
-    for name, mod in model.named_modules():
-        if name.endswith("self_attn"):
-            Wv, Wo = _proj(mod, ("v_proj",)), _proj(mod, ("o_proj",))
-        elif name.endswith("attention.self"):
-            Wv = _proj(mod, ("value",))
-            Wo = named[name[: -len("self")] + "output.dense"].weight.detach().double()
-        else:
-            continue
-        outs.append(torch.stack([Wv[(j // rep) * hd : (j // rep + 1) * hd] @ Wo[:, j * hd : (j + 1) * hd] for j in range(h)]))
-    if not outs:
-        raise ValueError("model: found no self-attention modules")
-    return torch.stack(outs)
+    return torch.stack([
+        torch.stack([Wv[(j // rep) * hd : (j // rep + 1) * hd] @ Wo[:, j * hd : (j + 1) * hd] for j in range(h)])
+        for _, _, Wv, Wo in _attention_weights(model)])
 
 
 def qk_head_matrices(model) -> torch.Tensor:
@@ -479,14 +522,17 @@ def qk_head_matrices(model) -> torch.Tensor:
 
     Rotary position embeddings (Llama) rotate Q and K by the relative position; ``A_h`` is the
     bilinear form at relative position 0. Grouped kv heads are mapped as in :func:`value_head_matrices`.
+    Per-head query / key RMS norms (Qwen3's ``q_norm``, ``k_norm``) compute ``g * q / rms(q)``: their
+    weights ``g`` are folded into ``Q_h`` and ``K_h``, and the per-token factor ``1 / (rms(q) rms(k))``,
+    positive, is left out: it rescales the form without changing its rank or singular directions.
+    Fused layouts (GPT-2's ``c_attn``, GPT-NeoX's ``query_key_value``) are split as the models split
+    them; any other layout is refused with a ValueError.
     """
     h, kv, hd = _head_layout(model)
     rep = h // kv
-    outs = []
-    for mod in _attn_modules(model):
-        Wq, Wk = _proj(mod, ("q_proj", "query")), _proj(mod, ("k_proj", "key"))
-        outs.append(torch.stack([Wk[(j // rep) * hd : (j // rep + 1) * hd].T @ Wq[j * hd : (j + 1) * hd] for j in range(h)]))
-    return torch.stack(outs)
+    return torch.stack([
+        torch.stack([Wk[(j // rep) * hd : (j // rep + 1) * hd].T @ Wq[j * hd : (j + 1) * hd] for j in range(h)])
+        for Wq, Wk, _, _ in _attention_weights(model)])
 
 
 def qk_singular_values(model) -> tuple[torch.Tensor, torch.Tensor]:
@@ -494,6 +540,7 @@ def qk_singular_values(model) -> tuple[torch.Tensor, torch.Tensor]:
 
     With ``K_h^T = U_k R_k`` and ``Q_h^T = U_q R_q`` (thin QR, ``(d, hd)`` factors), ``A_h =
     U_k (R_k R_q^T) U_q^T`` has the singular values of the small ``R_k R_q^T : (hd, hd)``: no d x d SVD.
+    ``A_h`` as in :func:`qk_head_matrices` (query / key norm weights folded in).
 
     Returns
     -------
@@ -502,8 +549,7 @@ def qk_singular_values(model) -> tuple[torch.Tensor, torch.Tensor]:
     h, kv, hd = _head_layout(model)
     rep = h // kv
     heads, layers = [], []
-    for mod in _attn_modules(model):
-        Wq, Wk = _proj(mod, ("q_proj", "query")), _proj(mod, ("k_proj", "key"))
+    for Wq, Wk, _, _ in _attention_weights(model):
         Wk = Wk.reshape(kv, hd, -1).repeat_interleave(rep, 0)  # (h, hd, d): kv head of each query head
         Wq = Wq.reshape(h, hd, -1)
         Rk = torch.linalg.qr(Wk.transpose(1, 2)).R
