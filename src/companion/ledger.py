@@ -9,12 +9,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .provenance import atomic_write_text, repo_root
 
-__all__ = ["Claim", "Verdict", "verdict", "NOT_CHECKABLE", "STATUSES", "PAPERS", "record", "assemble", "load", "format_claims"]
+__all__ = ["Claim", "Verdict", "verdict", "worst", "best", "graded", "within", "NOT_CHECKABLE", "STATUSES", "PAPERS", "record", "assemble", "load", "format_claims"]
 
 STATUSES = ("reproduced", "partly", "not-reproduced", "not-checkable")
 PAPERS = ("A", "B", "C", "D")
@@ -106,6 +107,70 @@ def verdict(value: Any, reproduced: float | None = None, *, partly: float | None
         raise ValueError(f"verdict: scale must be > 0, got {scale}")
     margin = min(abs(v - t) for t in thresholds) / unit
     return Verdict(status, float(f"{margin:.2g}"))  # two digits: a margin is read, not compared
+
+
+_SEVERITY = {"reproduced": 0, "partly": 1, "not-reproduced": 2, "not-checkable": 3}
+
+
+def worst(*verdicts: Verdict) -> Verdict:
+    """A claim made of several conditions that must all hold: the worst status, with the smallest
+    margin among the verdicts of that status.
+
+    Examples
+    --------
+    >>> worst(verdict(0.01, 0.1), verdict(0.05, 0.1), verdict(0.2, 0.1, partly=0.5))
+    Verdict(status='partly', margin=1.0)
+    """
+    if not verdicts:
+        raise ValueError("worst() needs at least one verdict")
+    status = max((v.status for v in verdicts), key=_SEVERITY.__getitem__)
+    margins = [v.margin for v in verdicts if v.status == status and v.margin is not None]
+    return Verdict(status, min(margins) if margins else None)
+
+
+def best(*verdicts: Verdict) -> Verdict:
+    """A claim that holds when any one condition does: the best status, with the largest margin
+    among the verdicts of that status.
+
+    Examples
+    --------
+    >>> best(verdict(0.3, 0.1), verdict(0.05, 0.1))
+    Verdict(status='reproduced', margin=0.5)
+    """
+    if not verdicts:
+        raise ValueError("best() needs at least one verdict")
+    status = min((v.status for v in verdicts), key=_SEVERITY.__getitem__)
+    margins = [v.margin for v in verdicts if v.status == status and v.margin is not None]
+    return Verdict(status, max(margins) if margins else None)
+
+
+def graded(needed: Sequence[Verdict], wanted: Sequence[Verdict]) -> Verdict:
+    """Not-reproduced unless every ``needed`` condition holds; partly unless every ``wanted`` one holds too.
+
+    Examples
+    --------
+    >>> graded([verdict(True)], [verdict(0.2, 0.1)]).status, graded([verdict(False)], [verdict(True)]).status
+    ('partly', 'not-reproduced')
+    """
+    need = worst(*needed)
+    if need.status != "reproduced":
+        return Verdict("not-reproduced", need.margin)
+    want = worst(*wanted)
+    return want if want.status == "reproduced" else Verdict("partly", want.margin)
+
+
+def within(value: float, err: float, threshold: float, better: str = "lower", scale: float | None = None) -> Verdict:
+    """``value ± err`` against ``threshold``: reproduced when the whole interval passes, not-reproduced
+    when none of it does, partly when it straddles the threshold (the measurement cannot decide).
+
+    Examples
+    --------
+    >>> [within(v, 0.1, 1.0).status for v in (0.5, 0.95, 1.5)]
+    ['reproduced', 'partly', 'not-reproduced']
+    """
+    sign = 1.0 if better == "lower" else -1.0
+    return graded([verdict(value - sign * err, threshold, better=better, scale=scale)],
+                  [verdict(value + sign * err, threshold, better=better, scale=scale)])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -258,7 +323,6 @@ def assemble(root: Path | None = None) -> list[dict[str, Any]]:
 
 # --- Coverage: which numbered results of each paper no ledger row names -----------------------------
 
-import re  # noqa: E402  (the coverage tools were added below the original module)
 
 __all__ += ["result_refs", "load_inventory", "coverage", "unlisted"]
 

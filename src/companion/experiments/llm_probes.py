@@ -78,41 +78,6 @@ FEW_HEADS = 0.1
 # App. E.5 / Fig. 14 "towards 1": mean token cosine at least 0.9 at depth 2L.
 NEAR_ONE = 0.9
 
-_ORDER = {"reproduced": 0, "partly": 1, "not-reproduced": 2, "not-checkable": 3}
-
-
-def _worst(*vs: ledger.Verdict) -> ledger.Verdict:
-    """All conditions at once: the worst status; its margin the smallest among the verdicts with that status."""
-    status = max((v.status for v in vs), key=_ORDER.__getitem__)
-    margins = [v.margin for v in vs if v.status == status and v.margin is not None]
-    return ledger.Verdict(status, min(margins) if margins else None)
-
-
-def _best(*vs: ledger.Verdict) -> ledger.Verdict:
-    """Any one condition: the best status; its margin the largest among the verdicts with that status."""
-    status = min((v.status for v in vs), key=_ORDER.__getitem__)
-    margins = [v.margin for v in vs if v.status == status and v.margin is not None]
-    return ledger.Verdict(status, max(margins) if margins else None)
-
-
-def _graded(needed: Sequence[ledger.Verdict], wanted: Sequence[ledger.Verdict]) -> ledger.Verdict:
-    """Not-reproduced unless every ``needed`` condition holds; partly unless every ``wanted`` one does too."""
-    need = _worst(*needed)
-    if need.status != "reproduced":
-        return ledger.Verdict("not-reproduced", need.margin)
-    want = _worst(*wanted)
-    return want if want.status == "reproduced" else ledger.Verdict("partly", want.margin)
-
-
-def _within(value: float, err: float, threshold: float, better: str = "lower", scale: float | None = None) -> ledger.Verdict:
-    """``value +- err`` against ``threshold``: reproduced when the whole interval passes, not-reproduced when
-    none of it does, partly when it straddles the threshold (the measurement cannot decide)."""
-    sign = 1.0 if better == "lower" else -1.0
-    best, worst = value - sign * err, value + sign * err
-    return _graded([ledger.verdict(best, threshold, better=better, scale=scale)],
-                   [ledger.verdict(worst, threshold, better=better, scale=scale)])
-
-
 @dataclasses.dataclass(frozen=True)
 class RandomAdaptersConfig:
     """Random LoRA adapters (Assumption 4.1) on a causal LM.
@@ -392,7 +357,7 @@ def random_adapters_claims(result: dict[str, Any], cfg: RandomAdaptersConfig) ->
             statement="Random adapters leave the base loss unchanged at small norm and destroy it past a transition norm: "
                       "the loss goes from unchanged to doubled over a narrower range of norms than a smooth "
                       "second-order rise would",
-            verdict=_within(s["width"], s["width_err"], SMOOTH_WIDTH, scale=SMOOTH_WIDTH),
+            verdict=ledger.within(s["width"], s["width_err"], SMOOTH_WIDTH, scale=SMOOTH_WIDTH),
             measured=s["width"],
             expected=f"doubling norm / norm of +{FLAT_RATIO - 1:.0%}, max over ranks, < {SMOOTH_WIDTH:.3g} "
                      "(a smooth rise ln(ppl) ~ norm^2)",
@@ -401,7 +366,7 @@ def random_adapters_claims(result: dict[str, Any], cfg: RandomAdaptersConfig) ->
             id="A-fig2-rank-independence-smollm2", paper="A", where="Sec. 4.1.2, Fig. 2",
             statement="At fixed Frobenius norm the random-adapter loss does not depend on the rank "
                       f"({', '.join(str(int(r)) for r in cfg.ranks)})",
-            verdict=_within(s["spread"], s["spread_err"], 1 + RANK_SPREAD, scale=RANK_SPREAD),
+            verdict=ledger.within(s["spread"], s["spread_err"], 1 + RANK_SPREAD, scale=RANK_SPREAD),
             measured=s["spread"], expected="max/min over ranks of the doubling norm = 1", tolerance=RANK_SPREAD,
             uncertainty=s["spread_err"]),
     ]
@@ -577,7 +542,7 @@ def training_claims(result: dict[str, Any], cfg: TrainingConfig) -> list[ledger.
     return [
         ledger.Claim(
             id="A-fig3-forgetting-vs-norm-smollm2", paper="A", where=w3, statement=s3,
-            verdict=_worst(ledger.verdict(min_rho, MIN_SPEARMAN, better="higher"),
+            verdict=ledger.worst(ledger.verdict(min_rho, MIN_SPEARMAN, better="higher"),
                            ledger.verdict(min_forgot, 1.0, better="higher")),
             measured=[min_rho, min_forgot],
             expected=f"Spearman(norm, base ppl) >= {MIN_SPEARMAN:g} and final/initial base ppl > 1 in every run",
@@ -590,12 +555,12 @@ def training_claims(result: dict[str, Any], cfg: TrainingConfig) -> list[ledger.
         baseline,
         ledger.Claim(
             id="A-fig4-alignment-above-one-smollm2", paper="A", where=w4, statement=s4,
-            verdict=_graded([_best(above, rising)], [above, rising]),
+            verdict=ledger.graded([ledger.best(above, rising)], [above, rising]),
             measured=[min(end.values()), min_rise], expected="mean Align > 1 at the end and end - start > 0",
             tolerance=0.0, uncertainty=[se for _, se in base.values()]),
         ledger.Claim(
             id="A-fig6-bifurcation-depth-smollm2", paper="A", where=w6, statement=s6,
-            verdict=_graded([moved], [earlier]),
+            verdict=ledger.graded([moved], [earlier]),
             measured=[b / L for b in b_end.values()],
             expected="b_end / L < 1 and decreasing over steps (Qwen3: 28/28 -> 16/28 = 0.57)", tolerance=0,
             uncertainty="one seed per rank"),
@@ -689,7 +654,7 @@ def spectra_claims(result: dict[str, Any], cfg: SpectraConfig) -> list[ledger.Cl
         ledger.Claim(
             id="A-E4-qk-rank-first-layer-low", paper="A", where="App. E.4.4",
             statement="The query-key product K^T Q has a lower rank in the first layer than in later layers",
-            verdict=_graded([ledger.verdict(first_low)], [ledger.verdict(all(low_at))]),
+            verdict=ledger.graded([ledger.verdict(first_low)], [ledger.verdict(all(low_at))]),
             measured=[int(rl[0]), float(np.median(rl[2:]))],
             expected=f"rank(layer 1) < {1 - RANK_GAP:g} x median rank(layers >= 3) at rtol {cfg.rank_rtol:g} and at each of "
                      f"{', '.join(f'{t:g}' for t in RANK_RTOLS)}",
@@ -748,7 +713,7 @@ def repetition_claims(result: dict[str, Any], cfg: RepetitionConfig) -> list[led
     return [ledger.Claim(
         id="A-E5-token-cosine-rises-smollm2", paper="A", where="App. E.5, Fig. 14",
         statement="With repeated layers the mean token cosine similarity rises with depth towards 1, more for random text",
-        verdict=_graded([ledger.verdict(rises)], [ledger.verdict(random_higher), near]),
+        verdict=ledger.graded([ledger.verdict(rises)], [ledger.verdict(random_higher), near]),
         measured=[float(nat[-1]), float(rnd[-1])], expected=f"rising, random > natural, both >= {NEAR_ONE:g} at depth 2L",
         tolerance=1 - NEAR_ONE)]
 

@@ -90,15 +90,6 @@ ON_AXIS = 0.99
 RHO_FLOOR = 1e-8
 
 
-def _worst(*verdicts: ledger.Verdict) -> ledger.Verdict:
-    """The verdict of a claim made of several conditions: the worst status; among those, the smallest margin."""
-    rank = {"reproduced": 0, "partly": 1, "not-reproduced": 2}
-    worst = max(rank[v.status] for v in verdicts)
-    same = [v for v in verdicts if rank[v.status] == worst]
-    margins = [v.margin for v in same if v.margin is not None]
-    return ledger.Verdict(same[0].status, min(margins) if margins else None)
-
-
 def _wilson(fractions: list[float], trials: int) -> str:
     """95 % Wilson intervals of trial fractions, as one string for the ledger's uncertainty."""
     cis = [fraction_interval(int(round(f * trials)), trials) for f in fractions]
@@ -448,7 +439,7 @@ def invariant_manifolds_claims(result: dict[str, Any], cfg: ManifoldsConfig) -> 
     ['reproduced', 'not-reproduced', 'not-reproduced', 'reproduced']
     """
     off, ae, de = float(result["bipolar_offset"]), float(result["alpha_error"]), float(result["dM_error"])
-    bipolar = _worst(ledger.verdict(off, TOL_ROUNDING), ledger.verdict(float(result["min_signed_dM"]), -TOL_MONOTONE, better="higher"),
+    bipolar = ledger.worst(ledger.verdict(off, TOL_ROUNDING), ledger.verdict(float(result["min_signed_dM"]), -TOL_MONOTONE, better="higher"),
                      ledger.verdict(ae, TOL_ROUNDING), ledger.verdict(de, TOL_ROUNDING))
     q, drift = float(result["selection_ratio"]), float(result["stationary_drift"])
     balanced = cfg.split[0] == cfg.split[1]
@@ -725,7 +716,7 @@ def stability_boundary_claims(result: dict[str, Any], cfg: BoundaryConfig) -> li
     ['not-reproduced']
     """
     err = float(result["max_error"])
-    v = _worst(ledger.verdict(err, TOL_BISECT), ledger.verdict(bool(result["threshold_ok"]) and bool(result["nan_matches"])))
+    v = ledger.worst(ledger.verdict(err, TOL_BISECT), ledger.verdict(bool(result["threshold_ok"]) and bool(result["nan_matches"])))
     return [ledger.Claim(
         id="C-fig5-boundary", paper="C", where="Rem. 5.3, Fig. 5", statement="Sign-split boundary lambda_p sigma(e^{2 beta}, r), threshold beta = |ln r|/2",
         verdict=v, measured=below(err, 1e-7), expected="<= 1e-6 (bisection)", tolerance=TOL_BISECT)]
@@ -867,10 +858,10 @@ def cone_bound_claims(result: dict[str, Any], cfg: ConeConfig) -> list[ledger.Cl
     """
     q, dm = float(result["max_ratio_after0"]), float(result["min_dm"])
     rho, R = float(result["final_rho_min"]), float(result["final_R"])
-    bound = _worst(ledger.verdict(q, 1.0 + TOL_BOUND, scale=1.0), ledger.verdict(dm, -TOL_MONOTONE, better="higher"))
-    cluster = _worst(ledger.verdict(rho, CONE_RHO, better="higher", scale=1.0 - CONE_RHO), ledger.verdict(R, CONE_R))
+    bound = ledger.worst(ledger.verdict(q, 1.0 + TOL_BOUND, scale=1.0), ledger.verdict(dm, -TOL_MONOTONE, better="higher"))
+    cluster = ledger.worst(ledger.verdict(rho, CONE_RHO, better="higher", scale=1.0 - CONE_RHO), ledger.verdict(R, CONE_R))
     qm, dist = float(result["mirror_max_ratio_after0"]), float(result["mirror_final_distance"])
-    mirror = _worst(ledger.verdict(qm, 1.0 + TOL_BOUND, scale=1.0), ledger.verdict(float(result["mirror_max_dm"]), TOL_MONOTONE),
+    mirror = ledger.worst(ledger.verdict(qm, 1.0 + TOL_BOUND, scale=1.0), ledger.verdict(float(result["mirror_max_dm"]), TOL_MONOTONE),
                     ledger.verdict(dist, CONE_R))
     return [
         ledger.Claim(id="C-thm6.1-cone-bound", paper="C", where="Thm. 6.1",
@@ -979,7 +970,7 @@ def rho_min_claims(result: dict[str, Any], cfg: RhoMinConfig) -> list[ledger.Cla
     lo, mid, hi = cfg.betas[0], cfg.betas[len(cfg.betas) // 2], cfg.betas[-1]
     c, a = result["consensus"], result["antipodal"]
     measured = [float(c[lo]), float(c[mid]), float(a[mid]), float(a[hi])]
-    trend = _worst(ledger.verdict(measured[0], MAJORITY, better="higher"),
+    trend = ledger.worst(ledger.verdict(measured[0], MAJORITY, better="higher"),
                    ledger.verdict(min(measured[1], measured[2]), BOTH_OUTCOMES, better="higher"),
                    ledger.verdict(measured[3], MAJORITY, better="higher"))
     min_dlogE = min(float(v) for v in result["min_dlogE"].values())
