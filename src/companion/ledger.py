@@ -46,7 +46,13 @@ def _round(v: Any, digits: int = 4) -> Any:
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """A verdict and its margin: how far the measurement sits from the nearest other verdict, in
-    units of the tolerance (None where that has no meaning: a yes/no check, not-checkable)."""
+    units of the tolerance (None where that has no meaning: a yes/no check, not-checkable).
+
+    Examples
+    --------
+    >>> Verdict("partly", 0.5).status, NOT_CHECKABLE.margin
+    ('partly', None)
+    """
 
     status: str
     margin: float | None = None
@@ -303,7 +309,17 @@ def record(chapter: str, claims: Iterable[Claim], *, root: Path | None = None, e
 
 
 def load(root: Path | None = None) -> list[dict[str, Any]]:
-    """All rows from every ``data/claims/*.json``, sorted by chapter then id (example: :func:`record`)."""
+    """All rows from every ``data/claims/*.json``, sorted by chapter then id.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> c = Claim(id="X-2", paper="B", where="Lemma 5", statement="s", verdict=verdict(True), chapter="b")
+    >>> _ = record("b", [c], root=root, echo=False)
+    >>> [(r["id"], r["chapter"], r["status"]) for r in load(root)]
+    [('X-2', 'b', 'reproduced')]
+    """
     rows: list[dict[str, Any]] = []
     for f in sorted(_claims_dir(root).glob("*.json")):
         rows.extend(json.loads(f.read_text()))
@@ -311,7 +327,17 @@ def load(root: Path | None = None) -> list[dict[str, Any]]:
 
 
 def assemble(root: Path | None = None) -> list[dict[str, Any]]:
-    """Merge every chapter's rows into ``data/claims.json`` (atomically) and return them (example: :func:`record`)."""
+    """Merge every chapter's rows into ``data/claims.json`` (atomically) and return them.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> for ch in ("a", "b"):
+    ...     _ = record(ch, [Claim(id=f"X-{ch}", paper="A", where="Thm. 1", statement="s", verdict=verdict(True))], root=root, echo=False)
+    >>> [r["id"] for r in assemble(root)], (root / "data" / "claims.json").exists()
+    (['X-a', 'X-b'], True)
+    """
     rows = load(root)
     ids = [r["id"] for r in rows]
     dup = {i for i in ids if ids.count(i) > 1}

@@ -190,6 +190,12 @@ class Experiment:
     judges it. For a sweep, ``point(cfg, device, **point) -> dict`` computes one grid point,
     ``assemble(points, cfg) -> dict`` joins them into the result and ``grid(cfg)`` lists the
     experiment's own points.
+
+    Examples
+    --------
+    >>> exp = get("intro-consensus")
+    >>> exp.chapter, exp.configure("fast", n=4).n, exp.parameters()["n"]
+    ('introduction', 4, {'fast': 64, 'full': 64})
     """
 
     name: str
@@ -466,7 +472,14 @@ def sweep_point(name: str, assemble: Callable[..., dict[str, Any]], grid: Callab
 
 
 def registry() -> dict[str, Experiment]:
-    """Every registered experiment, importing the experiment modules that exist."""
+    """Every registered experiment, importing the experiment modules that exist.
+
+    Examples
+    --------
+    >>> reg = registry()
+    >>> "intro-clustering" in reg, all(n.startswith(CHAPTER_PREFIXES[e.chapter] + "-") for n, e in reg.items())
+    (True, True)
+    """
     for m in _MODULES:
         try:
             importlib.import_module(m)
@@ -477,7 +490,17 @@ def registry() -> dict[str, Experiment]:
 
 
 def get(name: str) -> Experiment:
-    """The experiment called ``name``; ValueError listing the known names otherwise."""
+    """The experiment called ``name``; ValueError listing the known names otherwise.
+
+    Examples
+    --------
+    >>> get("intro-consensus").name
+    'intro-consensus'
+    >>> get("intro-nope")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown experiment 'intro-nope'; known: ...
+    """
     reg = registry()
     if name not in reg:
         raise ValueError(f"unknown experiment {name!r}; known: {', '.join(reg) or '(none)'}")
@@ -485,8 +508,14 @@ def get(name: str) -> Experiment:
 
 
 def judge(result: Mapping[str, Any]) -> list:
-    """The ledger rows of a result of a registered experiment (it names its experiment; example:
-    :func:`claims_for`)."""
+    """The ledger rows of a result of a registered experiment (it names its experiment).
+
+    Examples
+    --------
+    >>> rows = judge(get("intro-consensus").run(n=4, t1=1.0))
+    >>> [(c.id, c.status, c.profile) for c in rows]
+    [('C-4.1-consensus-closed-form', 'reproduced', 'custom'), ('C-4.1-log-ratio-slopes', 'reproduced', 'custom')]
+    """
     if "experiment" not in result:
         raise ValueError("judge(result): the result names no experiment (results of Experiment.run carry 'experiment')")
     return get(str(result["experiment"])).judge(result)

@@ -42,6 +42,11 @@ class ClusteringConfig:
     ``trials`` independent ensembles of ``n`` tokens in dimension ``d`` at inverse temperature
     ``beta``, RK4 with step ``dt`` up to ``t1``; ``snapshots`` (including 0, within [0, t1]) are kept
     for the figure; ``tol`` is the single-linkage distance of one cluster.
+
+    Examples
+    --------
+    >>> ClusteringConfig().trials, ClusteringConfig(trials=1024).n
+    (16, 64)
     """
 
     trials: int = 16
@@ -59,7 +64,13 @@ class ClusteringConfig:
 class ConsensusConfig:
     """All ``n`` tokens at one point; V symmetric with eigenvalues ``lambdas`` (random eigenvectors),
     an unrelated random A, inverse temperature ``beta``; Dormand-Prince (``rtol``, ``atol``) up to
-    ``t1``, sampled at ``samples`` equally spaced times."""
+    ``t1``, sampled at ``samples`` equally spaced times.
+
+    Examples
+    --------
+    >>> ConsensusConfig().lambdas
+    (1.0, 0.5, -0.3)
+    """
 
     n: int = 64
     lambdas: tuple[float, ...] = (1.0, 0.5, -0.3)
