@@ -29,9 +29,6 @@ BACKLOG: dict[str, set[str]] = {
     "companion.experiments.llm_probes": {
         "llm_random_adapters", "llm_training", "llm_spectra", "llm_layer_repetition", "plot_llm_random_adapters",
         "plot_llm_training", "plot_llm_alignment", "plot_llm_drift", "plot_llm_spectra", "plot_llm_layer_repetition"},
-    "companion.experiments.low_temperature": {
-        "figure3", "beta_comparison", "rate_in_beta", "zero_temperature_rate", "conjecture1", "plot_figure3",
-        "plot_beta_comparison", "plot_rate_in_beta", "plot_zero_temperature_rate", "plot_conjecture1"},
     "companion.experiments.metastable": {
         "linear_rates", "lnN_law", "official_runs", "long_run", "mean_field_pde", "sphere_rates", "plot_linear_rates",
         "plot_lnN_law", "plot_official_run", "plot_long_run", "plot_pde", "plot_sphere_rates"},
