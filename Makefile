@@ -136,6 +136,12 @@ test-render: $(STAMP) book-ref
 test-wheel: $(STAMP)
 	$(PY) -m pytest tests/test_packaging.py -k installed_wheel -p no:cacheprovider -s
 
+# The property-based test (issue 18) at length: random draws, 400 examples per test (CI runs the
+# derandomised "ci" profile of the same file, a few dozen each). Seed with HYPOTHESIS_SEED=<int> to replay.
+.PHONY: test-property
+test-property: $(STAMP)
+	HYPOTHESIS_PROFILE=long $(PY) -m pytest tests/test_property.py -p no:cacheprovider $(if $(HYPOTHESIS_SEED),--hypothesis-seed=$(HYPOTHESIS_SEED))
+
 clean:
 	rm -rf book/_build book/_vendor
 

@@ -32,7 +32,7 @@ import torch
 
 from . import _circle_grid
 from ._validate import as_tokens, check_beta, check_normalization, check_positive
-from .attention import NORMALIZATIONS  # one tuple, one order, for every model
+from .attention import NORMALIZATIONS, as_state, check_real  # one tuple, one order, for every model
 
 __all__ = [
     "NORMALIZATIONS",
@@ -57,6 +57,10 @@ _FOURIER_BACKENDS = ("auto", "powers", "grid")
 _GRID_MIN_N = 8192
 # e^beta overflows float64 near beta = 709.8; the USA field carries that factor.
 _MAX_USA_BETA = 700.0
+# The Fourier field needs K ~ 9 sqrt(beta) modes and the truncation scans ~beta Bessel ratios: at
+# beta = 1e6, K = 9188 in 0.9 s; at 1e8 it would take minutes and 1e8-element arrays. Beyond this the
+# Fourier backends are refused (the dense field has no such cost).
+_MAX_FOURIER_BETA = 1e6
 # Tokens per block in the Fourier field: the O(n K) work runs as small complex matrix products on
 # blocks of this many tokens. 32768 is torch's grain size, the least work it splits between threads
 # (at N = 1e6, 2 threads: 52.7 ms a field, median of 8, against 59.5 ms with blocks of 16384).
@@ -68,14 +72,23 @@ _KEEP = 1 << 24
 
 
 def _check_beta_for(beta: float, normalization: str) -> float:
-    beta = check_beta(beta)
+    beta = check_beta(check_real(beta, "beta"))
     if normalization == "usa" and beta > _MAX_USA_BETA:
         raise ValueError(f"beta = {beta:g} is too large for the USA field: e^beta overflows float64 beyond ~{_MAX_USA_BETA:g}")
     return beta
 
 
+def _check_usa_dtype(beta: float, normalization: str, dtype: torch.dtype) -> None:
+    """The USA factor e^beta in ``dtype``: float32 overflows near beta = 88 (float64's 700 is checked
+    with beta alone)."""
+    limit = _MAX_USA_BETA if dtype == torch.float64 else math.log(torch.finfo(dtype).max) - 9.8
+    if normalization == "usa" and beta > limit:
+        raise ValueError(f"beta = {beta:g} is too large for the USA field in {dtype}: e^beta overflows beyond ~{limit:.3g}; "
+                         f"use float64 angles (beta up to {_MAX_USA_BETA:g}) or normalization='softmax'")
+
+
 def _as_angles(theta: Any, name: str = "theta") -> torch.Tensor:
-    theta = as_tokens(theta, name)
+    theta = as_state(theta, name)
     if theta.shape[-1] != 1:
         raise ValueError(f"{name} must hold angles, shape (trials, n, 1), got {tuple(theta.shape)}")
     return theta
@@ -106,8 +119,11 @@ def fourier_truncation(beta: float, tol: float = 1e-16) -> int:
     >>> fourier_truncation(1.0), fourier_truncation(5.0) < fourier_truncation(50.0)
     (15, True)
     """
-    beta = check_beta(beta)
-    tol = check_positive(tol, "tol")
+    beta = check_beta(check_real(beta, "beta"))
+    tol = check_positive(check_real(tol, "tol"), "tol")
+    if beta > _MAX_FOURIER_BETA:
+        raise ValueError(f"beta = {beta:g} is too large for the Fourier field (it needs ~{9 * math.sqrt(beta):.3g} modes; "
+                         f"limit {_MAX_FOURIER_BETA:g}): use backend='dense'")
     kmax = int(beta + 60 * math.sqrt(beta) + 60)  # I_k decays like exp(-k^2 / 2 beta) beyond sqrt(beta)
     k = np.arange(kmax + 1, dtype=np.float64)
     r = scipy.special.ive(k, beta) / scipy.special.ive(0, beta)  # I_k / I_0, no overflow
@@ -193,7 +209,7 @@ def circle_moments(theta: torch.Tensor, K: int) -> torch.Tensor:
     [1.0, 0.0, 0.5, 0.5, 0.0, 0.0]
     """
     theta = _as_angles(theta)
-    if not isinstance(K, int) or K < 0:
+    if not isinstance(K, int) or isinstance(K, bool) or K < 0:
         raise ValueError(f"K must be an integer >= 0, got {K!r}")
     return _moments(theta[..., 0], K, chunk=_CHUNK)[0][:, : K + 1]
 
@@ -244,6 +260,7 @@ def circle_field_dense(theta: torch.Tensor, beta: float, normalization: str = "u
     normalization = check_normalization(normalization)
     theta = _as_angles(theta)
     beta = _check_beta_for(beta, normalization)
+    _check_usa_dtype(beta, normalization, theta.dtype)
     t = theta[..., 0]  # (trials, n)
     n = t.shape[1]
     rows = max(1, block_elems // n)
@@ -324,9 +341,10 @@ def circle_field_fourier(theta: torch.Tensor, beta: float, normalization: str = 
     normalization = check_normalization(normalization)
     theta = _as_angles(theta)
     beta = _check_beta_for(beta, normalization)
+    _check_usa_dtype(beta, normalization, theta.dtype)
     if K is None:
         K = fourier_truncation(beta, tol)
-    elif not isinstance(K, int) or K < 1:
+    elif not isinstance(K, int) or isinstance(K, bool) or K < 1:
         raise ValueError(f"K must be an integer >= 1, got {K!r}")
     return _fourier_field(theta[..., 0], beta, normalization, K, backend).unsqueeze(-1)
 
@@ -376,7 +394,7 @@ def _fourier_field(t: torch.Tensor, beta: float, normalization: str, K: int, bac
         blocks.append((den_c * mc).reshape(-1, Q, L).transpose(-1, -2))
     A = torch.cat(blocks, dim=1)  # (trials, L or 2L, Q)
     out = torch.empty_like(t)
-    scale = math.exp(beta)
+    scale = math.exp(beta) if normalization == "usa" else 1.0  # softmax: no factor (e^beta overflows beyond 709)
     kept.reverse()
     for tr, sl in _blocks(t.shape[0], n, _CHUNK):
         W, Z = kept.pop() if keep else _block_powers(t[tr, sl], K)
@@ -442,8 +460,9 @@ class Circle:
         object.__setattr__(self, "beta", _check_beta_for(self.beta, self.normalization))
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
-        check_positive(self.tol, "tol")
-        object.__setattr__(self, "_K", fourier_truncation(self.beta, self.tol))
+        object.__setattr__(self, "tol", check_positive(check_real(self.tol, "tol"), "tol"))
+        # the dense backend has no Fourier modes: no truncation to compute (nor a beta limit for it)
+        object.__setattr__(self, "_K", 0 if self.backend == "dense" else fourier_truncation(self.beta, self.tol))
 
     def cast(self, X: torch.Tensor) -> "Circle":
         """No tensor parameters to move: the model itself."""
@@ -451,7 +470,9 @@ class Circle:
 
     def validate(self, X: Any) -> torch.Tensor:
         """Check that X is an angle tensor (trials, n, 1); returns it (a (n, 1) input gains trials = 1)."""
-        return _as_angles(X, "x0")
+        X = _as_angles(X, "x0")
+        _check_usa_dtype(self.beta, self.normalization, X.dtype)
+        return X
 
     def vector_field(self, t: float, X: torch.Tensor) -> torch.Tensor:
         """theta' for angles X : (trials, n, 1).

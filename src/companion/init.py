@@ -11,7 +11,8 @@ import math
 
 import torch
 
-from ._validate import check_positive
+from ._validate import check_data_device, check_positive
+from .attention import check_real
 
 __all__ = [
     "uniform_sphere",
@@ -26,9 +27,24 @@ __all__ = [
 ]
 
 
+# Draws come in the dtypes the models integrate in (companion.models.STATE_DTYPES): a float16 draw
+# is off the unit sphere by up to 1e-3, ten times the sphere check's tolerance.
+_DTYPES = (torch.float32, torch.float64)
+
+
+def _dtype(dtype) -> torch.dtype:
+    if dtype not in _DTYPES:
+        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}: the models integrate in those "
+                        "(half precision cannot hold unit norms to the sphere check's 1e-4); draw in float32 and "
+                        "convert the result if another part of your code needs half precision")
+    return dtype
+
+
 def _sizes(trials: int, n: int, d: int) -> tuple[int, int, int]:
     out = []
     for name, v in (("trials", trials), ("n", n), ("d", d)):
+        if isinstance(v, (bool, str, bytes)) or not isinstance(v, (int, float)) and not hasattr(v, "__index__"):
+            raise TypeError(f"{name} must be a positive integer, got {type(v).__name__} {v!r}")
         if int(v) != v or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
         out.append(int(v))
@@ -59,6 +75,7 @@ def uniform_sphere(trials: int, n: int, d: int, *, generator: torch.Generator | 
     (torch.Size([2, 5, 3]), True)
     """
     trials, n, d = _sizes(trials, n, d)
+    dtype = _dtype(dtype)
     draw, device = _devices(device, generator)
     G = torch.randn(trials, n, d, generator=generator, dtype=dtype, device=draw)
     return (G / G.norm(dim=-1, keepdim=True)).to(device)
@@ -76,7 +93,8 @@ def cone(trials: int, n: int, d: int, delta: float, *, generator: torch.Generato
     True
     """
     trials, n, d = _sizes(trials, n, d)
-    delta = float(delta)
+    dtype = _dtype(dtype)
+    delta = check_real(delta, "delta")
     if not -1.0 <= delta < 1.0:
         raise ValueError(f"delta must lie in [-1, 1), got {delta}")
     draw, device = _devices(device, generator)
@@ -84,8 +102,10 @@ def cone(trials: int, n: int, d: int, delta: float, *, generator: torch.Generato
     if axis is None:
         a[0] = 1.0
     else:
+        if isinstance(axis, torch.Tensor):
+            check_data_device(axis, "axis")
         a = torch.as_tensor(axis, dtype=dtype, device=draw).reshape(-1)
-        if a.numel() != d or a.norm() == 0:
+        if a.numel() != d or not torch.isfinite(a).all() or a.norm() == 0:
             raise ValueError(f"axis must be a non-zero vector of length d = {d}")
         a = a / a.norm()
     out = torch.empty(trials * n, d, dtype=dtype, device=draw)
@@ -111,7 +131,8 @@ def cube(trials: int, n: int, d: int, half_width: float = 5.0, *, generator: tor
     True
     """
     trials, n, d = _sizes(trials, n, d)
-    half_width = check_positive(half_width, "half_width")
+    dtype = _dtype(dtype)
+    half_width = check_positive(check_real(half_width, "half_width"), "half_width")
     draw, device = _devices(device, generator)
     return ((2 * torch.rand(trials, n, d, generator=generator, dtype=dtype, device=draw) - 1) * half_width).to(device)
 
@@ -126,7 +147,8 @@ def ball(trials: int, n: int, d: int, radius: float = 1.0, *, generator: torch.G
     True
     """
     trials, n, d = _sizes(trials, n, d)
-    radius = check_positive(radius, "radius")
+    dtype = _dtype(dtype)
+    radius = check_positive(check_real(radius, "radius"), "radius")
     draw, device = _devices(device, generator)
     S = uniform_sphere(trials, n, d, generator=generator, dtype=dtype, device=draw)
     r = torch.rand(trials, n, 1, generator=generator, dtype=dtype, device=draw) ** (1.0 / d)
@@ -146,11 +168,16 @@ def near_point(point: torch.Tensor, trials: int, n: int, scale: float, *, genera
     >>> bool(((X - e1).norm(dim=-1) < 0.01).all())
     True
     """
+    dtype = _dtype(dtype)
+    if isinstance(point, torch.Tensor):
+        check_data_device(point, "point")
     p = torch.as_tensor(point, dtype=dtype).reshape(-1)
     trials, n, d = _sizes(trials, n, p.numel())
     if not torch.isfinite(p).all():
         raise ValueError("point has non-finite entries")
-    scale = check_positive(scale, "scale", strict=False)
+    scale = check_positive(check_real(scale, "scale"), "scale", strict=False)
+    if sphere and scale == 0 and not bool(p.norm() > 0):
+        raise ValueError("point must be non-zero when scale = 0 and sphere=True: its tokens are normalised")
     draw, device = _devices(p.device, generator)
     X = p.to(draw) + scale * torch.randn(trials, n, d, generator=generator, dtype=dtype, device=draw)
     if sphere:
@@ -169,6 +196,7 @@ def uniform_angles(trials: int, n: int, *, generator: torch.Generator, dtype=tor
     """
     _required(generator)
     trials, n, _ = _sizes(trials, n, 1)
+    dtype = _dtype(dtype)
     draw, device = _devices(device, generator)
     return (2 * math.pi * torch.rand(trials, n, 1, generator=generator, dtype=dtype, device=draw)).to(device)
 
@@ -195,6 +223,7 @@ def random_orthogonal(d: int, *, trials: int | None = None, generator: torch.Gen
     """
     _required(generator)
     shape = (_sizes(1, 1, d)[2],) * 2 if trials is None else (_sizes(trials, 1, d)[0], int(d), int(d))
+    dtype = _dtype(dtype)
     draw, device = _devices(device, generator)
     Q, R = torch.linalg.qr(torch.randn(shape, generator=generator, dtype=dtype, device=draw))
     return (Q * torch.sign(torch.diagonal(R, dim1=-2, dim2=-1))[..., None, :]).to(device)
@@ -216,6 +245,7 @@ def fibonacci_sphere(trials: int, n: int, *, generator: torch.Generator, dtype=t
     """
     _required(generator)
     trials, n, _ = _sizes(trials, n, 3)
+    dtype = _dtype(dtype)
     draw, device = _devices(device, generator)
     i = torch.arange(n, dtype=dtype, device=draw) + 0.5
     z = 1 - 2 * i / n
@@ -234,7 +264,10 @@ def angle_grid(M: int, *, dtype=torch.float64, device=None) -> torch.Tensor:
     >>> angle_grid(4).tolist() == [k * math.pi / 4 for k in (1, 3, 5, 7)]
     True
     """
+    if isinstance(M, (bool, str, bytes)) or not isinstance(M, (int, float)) and not hasattr(M, "__index__"):
+        raise TypeError(f"M must be a positive integer, got {type(M).__name__} {M!r}")
     if int(M) != M or M < 1:
         raise ValueError(f"M must be a positive integer, got {M!r}")
     M = int(M)
+    dtype = _dtype(dtype)
     return (torch.arange(M, dtype=dtype, device=device) + 0.5) * (2 * math.pi / M)

@@ -8,7 +8,8 @@ import math
 import numpy as np
 import torch
 
-from ._validate import as_tokens, check_beta, check_matrix, check_positive
+from ._validate import check_beta, check_count, check_matrix, check_on_sphere, check_positive
+from .attention import DEFAULT_BLOCK_ELEMENTS, as_state, check_real, check_real_tensor
 
 __all__ = [
     "wasserstein",
@@ -29,6 +30,20 @@ __all__ = [
 EXACT_LIMIT = 3000
 SOLVERS = ("auto", "exact", "sliced")
 _COSTS = ("euclidean", "chordal", "geodesic")
+# Pairwise quantities (rho_min, the linkage clusters) hold at most this many pairs at once: memory
+# stays linear in n (32 MiB of float64 a block) where the whole n x n matrix is 3.2 GB at n = 20,000.
+_BLOCK_ELEMENTS = DEFAULT_BLOCK_ELEMENTS
+
+
+def _pair_blocks(trials: int, n: int, limit: int) -> list[tuple[slice, slice]]:
+    """(trials, rows) slices covering a (trials, n, n) pair matrix, each block at most ``limit`` pairs
+    (one row at least). Whole trials are grouped first, so a small problem is one block: the same
+    operations as the dense computation."""
+    if n * n <= limit:
+        tb = max(1, limit // (n * n))
+        return [(slice(t, min(t + tb, trials)), slice(0, n)) for t in range(0, trials, tb)]
+    b = max(1, limit // n)
+    return [(slice(t, t + 1), slice(a, min(a + b, n))) for t in range(trials) for a in range(0, n, b)]
 
 
 def _cost_matrix(x: np.ndarray, y: np.ndarray, cost: str, p: float) -> np.ndarray:
@@ -79,13 +94,13 @@ def wasserstein(
     """
     import ot
 
-    X = as_tokens(X, "X")
-    Y = as_tokens(Y, "Y")
+    X = as_state(X, "X")
+    Y = as_state(Y, "Y")
     if X.shape[-1] != Y.shape[-1]:
         raise ValueError(f"X and Y must have the same dimension d, got {X.shape[-1]} and {Y.shape[-1]}")
     if Y.shape[0] not in (1, X.shape[0]):
         raise ValueError(f"Y has {Y.shape[0]} trials but X has {X.shape[0]}")
-    p = check_positive(p, "p")
+    p = check_positive(check_real(p, "p"), "p")
     if p < 1:
         raise ValueError(f"p must be >= 1, got {p}")
     if cost not in _COSTS:
@@ -96,6 +111,14 @@ def wasserstein(
         solver = "exact" if max(X.shape[1], Y.shape[1]) <= EXACT_LIMIT else "sliced"
     if solver == "sliced" and cost == "geodesic":
         raise ValueError("solver='sliced' supports the euclidean/chordal cost only; use solver='exact' for cost='geodesic'")
+    if cost == "geodesic":  # arccos of a clipped <x, y> would hide the radius: W(2X, X) = 0
+        check_on_sphere(X, "X (cost='geodesic')")
+        check_on_sphere(Y, "Y (cost='geodesic')")
+    n_projections = check_count(n_projections, "n_projections")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an integer, got {type(seed).__name__} {seed!r}")
+    if not 0 <= seed < 2**32:
+        raise ValueError(f"seed must lie in [0, 2**32) (numpy's seeds), got {seed}")
     Xn = X.detach().cpu().double().numpy()
     Yn = Y.detach().cpu().double().numpy()
     out = []
@@ -104,9 +127,14 @@ def wasserstein(
         if solver == "exact":
             a = np.full(len(x), 1.0 / len(x))
             b = np.full(len(y), 1.0 / len(y))
-            val = float(ot.emd2(a, b, _cost_matrix(x, y, cost, p), numItermax=10_000_000)) ** (1.0 / p)
+            C = _cost_matrix(x, y, cost, p)
+            # POT answers an infinite cost with a warning and 0: refuse before
+            val = float(ot.emd2(a, b, C, numItermax=10_000_000)) ** (1.0 / p) if np.isfinite(C).all() else math.inf
         else:
             val = float(ot.sliced_wasserstein_distance(x, y, n_projections=n_projections, p=p, seed=seed))
+        if not math.isfinite(val):
+            raise ValueError(f"W_p of X and Y overflows float64 (trial {t}: max |x_i| = {np.abs(x).max():.3g}, "
+                             f"max |y_j| = {np.abs(y).max():.3g}, p = {p:g}): rescale both, W_p(sX, sY) = s W_p(X, Y)")
         out.append(val)
     return torch.tensor(out, dtype=torch.float64)
 
@@ -119,12 +147,17 @@ def rho_min(X: torch.Tensor) -> torch.Tensor:
     >>> rho_min(torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]]))
     tensor([-1.])
     """
-    X = as_tokens(X)
-    if X.shape[1] < 2:
+    X = as_state(X, "X")
+    T, n = X.shape[:2]
+    if n < 2:
         raise ValueError("X needs at least two tokens for rho_min")
-    G = X @ X.transpose(-1, -2)
-    eye = torch.eye(X.shape[1], dtype=torch.bool, device=X.device)
-    return G.masked_fill(eye, math.inf).amin(dim=(-1, -2))
+    out = torch.full((T,), math.inf, dtype=X.dtype, device=X.device)
+    cols = torch.arange(n, device=X.device)
+    for ts, rows in _pair_blocks(T, n, _BLOCK_ELEMENTS):
+        G = X[ts, rows] @ X[ts].transpose(-1, -2)  # (tb, r, n)
+        diagonal = cols[rows, None] == cols  # pair (i, i) of this block of rows
+        out[ts] = torch.minimum(out[ts], G.masked_fill(diagonal, math.inf).amin(dim=(-1, -2)))
+    return out
 
 
 def cluster_labels(X: torch.Tensor, tol: float) -> torch.Tensor:
@@ -141,15 +174,28 @@ def cluster_labels(X: torch.Tensor, tol: float) -> torch.Tensor:
     >>> cluster_labels(X, 0.1)
     tensor([[0, 0, 2]])
     """
-    X = as_tokens(X)
-    tol = check_positive(tol, "tol")
-    n = X.shape[1]
-    adj = torch.cdist(X, X) < tol
-    labels = torch.arange(n, device=X.device).expand(X.shape[0], n).clone()
-    big = torch.full_like(labels, n)
-    while True:  # min-label propagation; converges in at most the graph diameter steps
-        nb = torch.where(adj, labels[:, None, :], big[:, None, :]).amin(dim=-1)
-        new = torch.minimum(labels, nb)
+    X = as_state(X, "X")
+    tol = check_positive(check_real(tol, "tol"), "tol")
+    T, n = X.shape[:2]
+    labels = torch.arange(n, device=X.device).expand(T, n).clone()
+    big = torch.tensor(n, device=X.device)
+    blocks = _pair_blocks(T, n, _BLOCK_ELEMENTS)
+    # Min-label propagation over blocks of the adjacency (recomputed each round, never held whole).
+    # Each token takes the least label among its neighbours and hooks its own label's token onto it
+    # as well; pointer jumping then shortens the chains. Labels only decrease and stay inside their
+    # component, so the fixed point is the smallest index of each component, whatever the blocks.
+    while True:
+        new = labels.clone()
+        for ts, rows in blocks:
+            adj = torch.cdist(X[ts, rows], X[ts]) < tol  # (tb, r, n)
+            nb = torch.where(adj, labels[ts, None, :], big).amin(dim=-1)  # (tb, r)
+            new[ts, rows] = torch.minimum(new[ts, rows], nb)
+            new[ts].scatter_reduce_(1, labels[ts, rows], nb, reduce="amin")
+        while True:
+            jumped = new.gather(1, new)
+            if torch.equal(jumped, new):
+                break
+            new = jumped
         if torch.equal(new, labels):
             return labels
         labels = new
@@ -162,23 +208,23 @@ def _cluster_args(X, tol, criterion, bins, level, min_mass) -> tuple[torch.Tenso
     """Checked tokens and the criterion's parameters (a parameter of the other criterion is refused)."""
     if criterion not in CLUSTER_CRITERIA:
         raise ValueError(f"criterion must be one of {CLUSTER_CRITERIA}, got {criterion!r}")
-    X = as_tokens(X)
+    X = as_state(X, "X")
     if criterion == "linkage":
         if tol is None:
             raise ValueError("criterion='linkage' needs tol, the linking distance")
         given = [k for k, v in (("bins", bins), ("level", level), ("min_mass", min_mass)) if v is not None]
         if given:
             raise ValueError(f"{', '.join(given)} apply to criterion='density' only")
-        return X, {"tol": check_positive(tol, "tol")}
+        return X, {"tol": check_positive(check_real(tol, "tol"), "tol")}
     if tol is not None:
         raise ValueError("tol applies to criterion='linkage' only; criterion='density' takes bins, level and min_mass")
     if X.shape[-1] != 1:
         raise ValueError(f"criterion='density' counts clusters of angles on the circle: X must be (trials, n, 1), got {tuple(X.shape)}")
-    bins = 256 if bins is None else bins
-    if int(bins) != bins or bins < 3:
+    bins = check_count(256 if bins is None else bins, "bins")
+    if bins < 3:
         raise ValueError(f"bins must be an integer >= 3, got {bins!r}")
-    return X, {"bins": int(bins), "level": check_positive(4.0 if level is None else level, "level"),
-               "min_mass": check_positive(0.02 if min_mass is None else min_mass, "min_mass", strict=False)}
+    return X, {"bins": bins, "level": check_positive(check_real(4.0 if level is None else level, "level"), "level"),
+               "min_mass": check_positive(check_real(0.02 if min_mass is None else min_mass, "min_mass"), "min_mass", strict=False)}
 
 
 def _density_clusters(theta: np.ndarray, bins: int, level: float, min_mass: float) -> tuple[np.ndarray, np.ndarray]:
@@ -287,7 +333,8 @@ def modal_masses(X: torch.Tensor, eigvecs: torch.Tensor) -> torch.Tensor:
 
     Parameters
     ----------
-    eigvecs : (d, d) orthonormal columns e_k (e.g. from ``torch.linalg.eigh(V)``).
+    eigvecs : (d, d) orthonormal columns e_k (e.g. from ``torch.linalg.eigh(V)``); ValueError, with
+        the measured ``max |E^T E - I|``, beyond 1e-6 (float64) or 1e-4 (lower precision).
 
     Returns
     -------
@@ -298,12 +345,19 @@ def modal_masses(X: torch.Tensor, eigvecs: torch.Tensor) -> torch.Tensor:
     >>> modal_masses(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), torch.eye(2))
     tensor([[0.5000, 0.5000]])
     """
-    X = as_tokens(X)
+    X = as_state(X, "X")
+    check_real_tensor(eigvecs, "eigvecs")
     E = check_matrix(eigvecs, X.shape[-1], "eigvecs", like=X)
+    eye = torch.eye(E.shape[-1], dtype=E.dtype, device=E.device)
+    departure = float((E.transpose(-1, -2) @ E - eye).abs().max())
+    if departure > (1e-6 if E.dtype == torch.float64 else 1e-4):
+        raise ValueError(f"eigvecs must have orthonormal columns (masses of another basis do not sum to the "
+                         f"tokens' norms): max |E^T E - I| = {departure:.3g}")
     return ((X @ E) ** 2).mean(dim=1)
 
 
 def _basis(basis: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    check_real_tensor(basis, "basis")
     B = torch.as_tensor(basis).to(X)
     if B.ndim == 1:
         B = B[:, None]
@@ -324,7 +378,7 @@ def project_to_subspace(X: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
     >>> project_to_subspace(torch.tensor([[0.6, 0.8]]), torch.tensor([1.0, 0.0]))
     tensor([[[1., 0.]]])
     """
-    X = as_tokens(X)
+    X = as_state(X, "X")
     B = _basis(basis, X)
     P = (X @ B) @ B.T
     nrm = P.norm(dim=-1, keepdim=True)
@@ -341,7 +395,7 @@ def distance_to_subspace(X: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
     >>> distance_to_subspace(torch.tensor([[0.6, 0.8]]), torch.tensor([1.0, 0.0]))
     tensor([[0.8000]])
     """
-    X = as_tokens(X)
+    X = as_state(X, "X")
     B = _basis(basis, X)
     return (X - (X @ B) @ B.T).norm(dim=-1)
 
@@ -357,9 +411,15 @@ def interaction_energy(X: torch.Tensor, V: torch.Tensor, beta: float, *, log: bo
     >>> round(interaction_energy(X, torch.eye(2), 1.0).item(), 6)  # 4 e / 2
     5.436564
     """
-    X = as_tokens(X)
-    beta = check_beta(beta)
+    X = as_state(X, "X")
+    beta = check_beta(check_real(beta, "beta"))
+    check_real_tensor(V, "V")
     Vm = check_matrix(V, X.shape[-1], "V", like=X)
     S = beta * (X @ Vm @ X.transpose(-1, -2))
     logE = torch.logsumexp(S.flatten(1), dim=-1) - math.log(2 * beta)
+    if not torch.isfinite(logE).all():
+        raise ValueError(f"the scores beta <x_i, V x_j> overflow {X.dtype} (beta = {beta:g}, max |V| = {float(Vm.abs().max()):.3g}, "
+                         f"max |x_i| = {float(X.norm(dim=-1).max()):.3g}): rescale V or X, or use float64")
+    if not log and bool((logE > math.log(torch.finfo(X.dtype).max)).any()):
+        raise ValueError(f"E_beta = e^{float(logE.max()):.4g} overflows {X.dtype}: pass log=True for log E_beta")
     return logE if log else torch.exp(logE)

@@ -29,8 +29,8 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 import torch
 
-from ._validate import as_tokens, check_beta, check_matrix, check_on_sphere, check_generator, check_positive, check_trials
-from .attention import NORMALIZATIONS, attend, attention_field, field_unchecked, tangent_project
+from ._validate import as_tokens, check_beta, check_count, check_matrix, check_on_sphere, check_generator, check_positive, check_trials
+from .attention import BACKENDS, NORMALIZATIONS, STATE_DTYPES, as_state, attend, attention_field, check_real, check_real_tensor, field_unchecked, tangent_project
 
 __all__ = [
     "Model",
@@ -112,6 +112,12 @@ def check_model(model: object, name: str = "model") -> None:
                         f"{type(model).__name__} lacks {', '.join(missing)}")
 
 
+def _check_real_params(model, names: tuple[str, ...]) -> None:
+    """Refuse complex or meta-device matrices at construction (torch would drop an imaginary part)."""
+    for name in names:
+        check_real_tensor(getattr(model, name), name)
+
+
 def _eye_like(d: int, X: torch.Tensor) -> torch.Tensor:
     return torch.eye(d, dtype=X.dtype, device=X.device)
 
@@ -150,12 +156,15 @@ class _AttentionModel:
     on_sphere: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
-        check_beta(self.beta)
+        object.__setattr__(self, "beta", check_beta(check_real(self.beta, "beta")))
         if self.normalization not in NORMALIZATIONS:
             raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {self.normalization!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        _check_real_params(self, ("A", "V"))
 
     def validate(self, X: torch.Tensor) -> torch.Tensor:
-        X = as_tokens(X, "x0")
+        X = as_state(X, "x0")
         _check_params(self, X, ("A", "V"))
         if self.on_sphere:
             check_on_sphere(X, "x0")
@@ -246,8 +255,14 @@ class ScaleCappedRescaled:
 
     on_sphere: ClassVar[bool] = False
 
+    def __post_init__(self) -> None:
+        if self.A is None or self.V is None:
+            raise TypeError("ScaleCappedRescaled needs both A and V as (d, d) or (trials, d, d) tensors")
+        _check_real_params(self, ("A", "V"))
+        object.__setattr__(self, "t_cap", check_positive(check_real(self.t_cap, "t_cap"), "t_cap", strict=False))
+
     def validate(self, X: torch.Tensor) -> torch.Tensor:
-        X = as_tokens(X, "x0")
+        X = as_state(X, "x0")
         _check_params(self, X, ("A", "V"))
         return X
 
@@ -318,8 +333,13 @@ class ZeroTemperature:
 
     on_sphere: ClassVar[bool] = True
 
+    def __post_init__(self) -> None:
+        if self.B is None or self.V is None:
+            raise TypeError("ZeroTemperature needs both B and V as (d, d) or (trials, d, d) tensors")
+        _check_real_params(self, ("B", "V"))
+
     def validate(self, X: torch.Tensor) -> torch.Tensor:
-        X = as_tokens(X, "x0")
+        X = as_state(X, "x0")
         _check_params(self, X, ("B", "V"))
         check_on_sphere(X, "x0")
         if (torch.matmul(X, torch.as_tensor(self.B).to(X)).norm(dim=-1) < 1e-12).any():
@@ -514,14 +534,14 @@ def random_value_adapters(
     >>> random_value_adapters(4, 3, 2, 1.0, 0.5, trials=2, generator=g).shape
     torch.Size([2, 4, 3, 3])
     """
-    depth, d, rank, trials = int(depth), int(d), int(rank), int(trials)
-    if depth < 1:
-        raise ValueError(f"depth must be >= 1, got {depth}")
+    depth, d, trials = check_count(depth, "depth"), check_count(d, "d"), check_count(trials, "trials")
+    if isinstance(rank, bool) or int(rank) != rank:
+        raise TypeError(f"rank must be an integer, got {rank!r}")
+    rank = int(rank)
     if not 1 <= rank <= d:
         raise ValueError(f"rank must satisfy 1 <= rank <= d = {d}, got {rank}")
-    if trials < 1:
-        raise ValueError(f"trials must be >= 1, got {trials}")
-    check_positive(eta, "eta", strict=False)
+    eta = check_positive(check_real(eta, "eta"), "eta", strict=False)
+    check_real_tensor(s, "s")
     device = torch.device(device) if device is not None else torch.device("cpu")
     check_generator(generator, device)
     s = torch.as_tensor(s, dtype=dtype, device=device).reshape(-1)
@@ -563,7 +583,12 @@ class LayerMap:
     beta: float = 1.0
 
     def __post_init__(self) -> None:
-        check_beta(self.beta)
+        if self.A is None or self.V is None:
+            raise TypeError("LayerMap needs both A and V as (d, d) or (trials, d, d) tensors")
+        _check_real_params(self, ("A", "V", "dV"))
+        object.__setattr__(self, "beta", check_beta(check_real(self.beta, "beta")))
+        if self.depth is not None:
+            object.__setattr__(self, "depth", check_count(self.depth, "depth"))
         L = self.n_layers
         if L < 1:
             raise ValueError(f"depth must be >= 1, got {L}")
@@ -607,7 +632,7 @@ def iterate_layers(model: LayerMap, x0: torch.Tensor, *, save_every: int | None 
     >>> iterate_layers(m, torch.tensor([[[1.0, 0.0]]]), save_every=2).shape
     torch.Size([3, 1, 1, 2])
     """
-    X = as_tokens(x0, "x0")
+    X = as_state(x0, "x0")
     check_on_sphere(X, "x0")
     d, T = X.shape[-1], X.shape[0]
     _check_params(model, X, ("A", "V"))
@@ -618,8 +643,8 @@ def iterate_layers(model: LayerMap, x0: torch.Tensor, *, save_every: int | None 
         if dV.ndim == 4 and dV.shape[0] not in (1, T):
             raise ValueError(f"dV has {dV.shape[0]} trials but x0 has {T}")
     L = model.n_layers
-    if save_every is not None and save_every < 1:
-        raise ValueError(f"save_every must be >= 1, got {save_every}")
+    if save_every is not None:
+        save_every = check_count(save_every, "save_every")
     A = torch.as_tensor(model.A).to(X)
     saved = [X]
     for layer in range(L):

@@ -1,0 +1,280 @@
+"""Property-based test of the public API (issue 18, "Beyond the listed cases").
+
+Random shapes, dtypes and parameter values at and beyond their limits go through ``simulate`` with
+every model and method, the fields, the metrics and the draws. Every draw must either return a
+finite result of the documented shape, or raise an error of the package's own (raised by a line of
+``companion``, never from inside torch, numpy, POT or numba) of an expected type whose message names
+one of the arguments, within a bounded time (a SIGALRM watchdog turns a hang into a failure).
+
+Profiles (``HYPOTHESIS_PROFILE``): ``ci`` (default; derandomised, a few dozen examples per test, its
+share of CI well under a minute) and ``long`` (``make test-property``: random, many examples).
+"""
+from __future__ import annotations
+
+import math
+import os
+import signal
+import traceback
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, settings, strategies as st  # noqa: E402
+
+from companion import circle, init, metrics, models, simulate  # noqa: E402
+from companion.attention import BACKENDS, attention_field  # noqa: E402
+from companion.integrate import METHODS  # noqa: E402
+
+COMMON = dict(database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("ci", max_examples=25, deadline=10_000, derandomize=True, **COMMON)
+settings.register_profile("long", max_examples=400, deadline=30_000, **COMMON)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+PACKAGE = Path(models.__file__).resolve().parent
+WATCHDOG_S = int(os.environ.get("PROPERTY_WATCHDOG_S", 60))  # per example: tiny sizes and few steps take milliseconds; only a hang gets here
+DTYPES = (torch.float64, torch.float32, torch.float16)
+
+
+class Hang(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise Hang(f"no result within {WATCHDOG_S} s")
+
+
+def outcome(call, names: tuple[str, ...], allowed: tuple[type, ...] = (ValueError, TypeError)):
+    """Run ``call()``: its result, or None when it raised an acceptable refusal.
+
+    Acceptable: an instance of ``allowed`` raised by a line of the package, whose message names one of
+    ``names``. Anything else (NaN, a foreign exception, a hang) fails the test."""
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(WATCHDOG_S)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # stability warnings are advice, not results
+            return call()
+    except Hang:
+        raise
+    except Exception as e:
+        if isinstance(e.__context__, Hang):  # the watchdog fired inside numba, which wraps it in SystemError
+            raise e.__context__ from None
+        where = traceback.extract_tb(e.__traceback__)[-1].filename
+        assert isinstance(e, allowed), f"{type(e).__name__} (not {[a.__name__ for a in allowed]}): {e}"
+        assert Path(where).resolve().is_relative_to(PACKAGE), f"raised inside {where}, not by the package: {type(e).__name__}: {e}"
+        assert any(n in str(e) for n in names), f"message names none of {names}: {e}"
+        return None
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def assert_finite(T: torch.Tensor, shape: tuple[int, ...], what: str) -> None:
+    assert tuple(T.shape) == shape, f"{what}: shape {tuple(T.shape)}, expected {shape}"
+    assert bool(torch.isfinite(T).all()), f"{what}: non-finite entries in {T}"
+
+
+# ----------------------------------------------------------------------------- strategies
+
+# positive parameters: typical values, limits and beyond (0, negative, huge, non-finite, wrong type)
+POSITIVE = st.one_of(
+    st.floats(min_value=1e-3, max_value=50.0),
+    st.sampled_from([0.0, -1.0, 1e-300, 1e-8, 200.0, 1e3, 1e8, math.inf, -math.inf, math.nan, "2", True, 1j]),
+)
+SCALES = st.sampled_from([0.0, 1e-3, 1.0, 3.0, 1e3, 1e8])
+
+
+@st.composite
+def tokens(draw, *, d=None, sphere=None):
+    """(trials, n, d) tokens: on the sphere or not, any of three dtypes, sometimes with a NaN."""
+    T, n = draw(st.integers(1, 2)), draw(st.integers(1, 5))
+    d = draw(st.integers(1, 4)) if d is None else d
+    g = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+    X = torch.randn(T, n, d, generator=g, dtype=torch.float64)
+    on = draw(st.booleans()) if sphere is None else sphere
+    X = X / X.norm(dim=-1, keepdim=True) if on else X * draw(SCALES)
+    if draw(st.integers(0, 19)) == 0:
+        X[0, 0, 0] = math.nan
+    return X.to(draw(st.sampled_from(DTYPES)))
+
+
+@st.composite
+def matrix(draw, d: int, *, allow_none=True):
+    """A (d, d) matrix or None; sometimes of the wrong size, complex or with an inf."""
+    kind = draw(st.sampled_from(["none", "random", "random", "identity", "wrong size", "complex", "inf"]
+                                if allow_none else ["random", "random", "identity", "wrong size", "complex", "inf"]))
+    if kind == "none":
+        return None
+    g = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+    M = torch.randn(d + (kind == "wrong size"), d + (kind == "wrong size"), generator=g, dtype=torch.float64)
+    M = torch.eye(d, dtype=torch.float64) if kind == "identity" else M * draw(SCALES)
+    if kind == "complex":
+        return M.to(torch.complex128)
+    if kind == "inf":
+        M[0, 0] = math.inf
+    return M
+
+
+# ----------------------------------------------------------------------------- simulate
+
+MODEL_KINDS = ("euclidean", "rescaled", "capped", "sphere", "usa", "zero temperature", "circle")
+SIM_NAMES = ("x0", "beta", "A", "V", "B", "t1", "dt", "max_steps", "method", "rtol", "atol", "t_cap", "normalization",
+             "tol", "simulate")
+
+
+@st.composite
+def model_and_state(draw):
+    """(a builder of the model, x0): the constructor runs inside :func:`outcome`, its refusals judged."""
+    kind = draw(st.sampled_from(MODEL_KINDS))
+    beta = draw(POSITIVE)
+    if kind == "circle":
+        X = draw(tokens(d=1, sphere=False))
+        normalization, backend = draw(st.sampled_from(["usa", "softmax"])), draw(st.sampled_from(circle.BACKENDS))
+        return (lambda: circle.Circle(beta, normalization, backend)), X
+    d = draw(st.integers(1, 4))
+    X = draw(tokens(d=d, sphere=None))
+    A, V = draw(matrix(d)), draw(matrix(d))
+    t_cap = draw(st.sampled_from([0.0, 1.0, 150.0, -1.0]))
+    build = {
+        "euclidean": lambda: models.Euclidean(A=A, V=V, beta=beta),
+        "rescaled": lambda: models.Rescaled(A=A, V=V, beta=beta),
+        "capped": lambda: models.ScaleCappedRescaled(A=A, V=V, t_cap=t_cap),
+        "sphere": lambda: models.Sphere(A=A, V=V, beta=beta),
+        "usa": lambda: models.metastable(beta, "usa"),
+        "zero temperature": lambda: models.ZeroTemperature(B=A, V=V),
+    }[kind]
+    return build, X
+
+
+@hypothesis.given(
+    model_and_state(),
+    st.sampled_from(METHODS),
+    st.sampled_from([0.05, 0.3, 1.0, 0.0, -1.0, math.inf, math.nan]),
+    st.sampled_from([0.01, 0.1, 0.5, 1e-9, 0.0, -0.1, math.nan]),
+)
+def test_simulate_returns_finite_states_or_refuses_clearly(case, method, t1, dt):
+    build, X = case
+    model = outcome(build, SIM_NAMES)
+    if model is None:
+        return
+    # RuntimeError: dopri5 out of max_steps; FloatingPointError: a solution that blows up (e^{tV} with
+    # |V| = 1e8), both raised by the integrator naming itself ("simulate: ...")
+    sol = outcome(lambda: simulate(model, X, t1, method=method, dt=dt, max_steps=200), SIM_NAMES,
+                  (ValueError, TypeError, RuntimeError, FloatingPointError))
+    if sol is not None:
+        S = sol.ts.shape[0]
+        assert_finite(sol.xs, (S,) + tuple(X.shape), f"simulate({type(model).__name__}, {method})")
+
+
+# ----------------------------------------------------------------------------- fields
+
+FIELD_NAMES = ("X", "A", "V", "beta", "normalization", "backend", "theta")
+
+
+@hypothesis.given(st.data())
+def test_attention_field_is_finite_or_refuses_clearly(data):
+    X = data.draw(tokens())
+    d = X.shape[-1]
+    A, V = data.draw(matrix(d)), data.draw(matrix(d))
+    beta = data.draw(POSITIVE)
+    normalization = data.draw(st.sampled_from(["softmax", "usa", "l2"]))
+    backend = data.draw(st.sampled_from(BACKENDS + ("gpu",)))
+    F = outcome(lambda: attention_field(X, A, V, beta, normalization=normalization, backend=backend), FIELD_NAMES)
+    if F is not None:
+        assert_finite(F, tuple(X.shape), "attention_field")
+
+
+@hypothesis.given(st.data())
+def test_circle_field_is_finite_or_refuses_clearly(data):
+    th = data.draw(tokens(d=1, sphere=False))
+    beta = data.draw(POSITIVE)
+    normalization = data.draw(st.sampled_from(["softmax", "usa", "sa", "l2"]))
+    backend = data.draw(st.sampled_from(circle.BACKENDS + ("gpu",)))
+    F = outcome(lambda: circle.circle_field(th, beta, normalization, backend=backend), FIELD_NAMES)
+    if F is not None:
+        assert_finite(F, tuple(th.shape), "circle_field")
+
+
+# ----------------------------------------------------------------------------- metrics
+
+METRIC_NAMES = ("X", "Y", "p", "cost", "solver", "n_projections", "seed", "tol", "criterion", "bins", "level",
+                "min_mass", "eigvecs", "basis", "V", "beta")
+
+
+@hypothesis.given(st.data())
+def test_metrics_are_finite_or_refuse_clearly(data):
+    X = data.draw(tokens())
+    T, n, d = X.shape
+    which = data.draw(st.sampled_from(["wasserstein", "rho_min", "cluster_count", "cluster_centres", "modal_masses",
+                                       "project", "distance", "energy"]))
+    if which == "wasserstein":
+        Y = data.draw(tokens(d=d))
+        p = data.draw(st.sampled_from([1, 2, 3.5, 0.5, math.inf, "2"]))
+        cost = data.draw(st.sampled_from(["euclidean", "chordal", "geodesic", "cosine"]))
+        solver = data.draw(st.sampled_from(["auto", "exact", "sliced"]))
+        k = data.draw(st.sampled_from([1, 16, 0, -2, 2.5]))
+        out = outcome(lambda: metrics.wasserstein(X, Y, p, cost=cost, solver=solver, n_projections=k), METRIC_NAMES)
+        shape = (T,)
+    elif which == "rho_min":
+        out, shape = outcome(lambda: metrics.rho_min(X), METRIC_NAMES), (T,)
+    elif which in ("cluster_count", "cluster_centres"):
+        criterion = data.draw(st.sampled_from(["linkage", "density"]))
+        tol = data.draw(POSITIVE) if criterion == "linkage" else None
+        fn = getattr(metrics, which)
+        out = outcome(lambda: fn(X, tol, criterion=criterion), METRIC_NAMES)
+        if which == "cluster_centres" and out is not None:
+            assert len(out) == T
+            for c, w in out:
+                assert c.ndim == 2 and c.shape[1] == d and w.shape == (c.shape[0],)
+                assert all(map(math.isfinite, c.ravel())) and all(0 < x <= 1 for x in w)
+            return
+        shape = (T,)
+    elif which == "modal_masses":
+        E = data.draw(st.one_of(st.just(init.random_orthogonal(d, generator=torch.Generator().manual_seed(0))), matrix(d, allow_none=False)))
+        out, shape = outcome(lambda: metrics.modal_masses(X, E), METRIC_NAMES), (T, d)
+    elif which in ("project", "distance"):
+        k = data.draw(st.integers(1, d))
+        basis = data.draw(st.one_of(st.just(torch.eye(d, dtype=torch.float64)[:, :k]), matrix(d, allow_none=False)))
+        fn = metrics.project_to_subspace if which == "project" else metrics.distance_to_subspace
+        out = outcome(lambda: fn(X, basis), METRIC_NAMES)
+        shape = tuple(X.shape) if which == "project" else (T, n)
+    else:
+        V, beta, log = data.draw(matrix(d, allow_none=False)), data.draw(POSITIVE), data.draw(st.booleans())
+        out, shape = outcome(lambda: metrics.interaction_energy(X, V, beta, log=log), METRIC_NAMES), (T,)
+    if out is not None:
+        assert_finite(out, shape, which)
+
+
+# ----------------------------------------------------------------------------- draws
+
+INIT_NAMES = ("trials", "n", "d", "dtype", "delta", "axis", "half_width", "radius", "point", "scale", "generator", "M")
+COUNTS = st.one_of(st.integers(1, 4), st.sampled_from([0, -1, 2.5, True, "3"]))
+
+
+@hypothesis.given(st.data())
+def test_draws_are_finite_or_refuse_clearly(data):
+    T, n, d = data.draw(COUNTS), data.draw(COUNTS), data.draw(COUNTS)
+    dtype = data.draw(st.sampled_from(DTYPES + (torch.int64,)))
+    g = data.draw(st.sampled_from([torch.Generator().manual_seed(1), None, 7]))
+    which = data.draw(st.sampled_from(["uniform_sphere", "cone", "cube", "ball", "near_point", "uniform_angles",
+                                       "random_orthogonal", "fibonacci_sphere", "angle_grid"]))
+    calls = {
+        "uniform_sphere": lambda: init.uniform_sphere(T, n, d, generator=g, dtype=dtype),
+        "cone": lambda: init.cone(T, n, d, data.draw(st.sampled_from([-1.0, 0.0, 0.9, 0.999, 1.0, 2.0, math.nan])), generator=g, dtype=dtype),
+        "cube": lambda: init.cube(T, n, d, data.draw(POSITIVE), generator=g, dtype=dtype),
+        "ball": lambda: init.ball(T, n, d, data.draw(POSITIVE), generator=g, dtype=dtype),
+        "near_point": lambda: init.near_point(torch.ones(d if type(d) is int and d > 0 else 1) * data.draw(SCALES), T, n,
+                                              data.draw(POSITIVE), generator=g, dtype=dtype),
+        "uniform_angles": lambda: init.uniform_angles(T, n, generator=g, dtype=dtype),
+        "random_orthogonal": lambda: init.random_orthogonal(d, trials=T, generator=g, dtype=dtype),
+        "fibonacci_sphere": lambda: init.fibonacci_sphere(T, n, generator=g, dtype=dtype),
+        "angle_grid": lambda: init.angle_grid(n, dtype=dtype),
+    }
+    out = outcome(calls[which], INIT_NAMES)
+    if out is not None:
+        assert out.dtype == dtype and bool(torch.isfinite(out).all()), f"{which}: {out}"
+        if which in ("uniform_sphere", "cone", "near_point", "fibonacci_sphere"):  # near_point: sphere=True
+            assert bool(((out.norm(dim=-1) - 1).abs() < 1e-4).all()), f"{which}: tokens off the sphere"
