@@ -497,7 +497,7 @@ class CasesConfig:
 def stability_cases(cfg: CasesConfig, generator: torch.Generator, device: str) -> dict[str, Any]:
     """Jacobians at pure states over random (V, beta, n_+, n_-) vs Prop. 5.1 / Theorem 5.2.
 
-    ``device`` is not used: the work is linear algebra on Jacobians of at most 8 tokens in d <= 4
+    ``device`` is accepted but not used: the work is linear algebra on Jacobians of at most 8 tokens in d <= 4
     (size n (d - 1) <= 24), which the CPU does faster than a GPU.
 
     Returns
@@ -653,7 +653,7 @@ def plot_stability_boundary(result: dict[str, Any], ax=None):
 def stability_boundary(cfg: BoundaryConfig, generator: torch.Generator, device: str) -> dict[str, Any]:
     """Figure 5: lambda_p sigma(e^{2 beta}, r) vs beta (lambda_p = 1) and Jacobian-located boundaries.
 
-    ``device`` is not used: the work is linear algebra on Jacobians of at most 10 tokens in d = 2,
+    ``device`` is accepted but not used: the work is linear algebra on Jacobians of at most 10 tokens in d = 2,
     which the CPU does faster than a GPU.
 
     Returns
