@@ -61,13 +61,8 @@ def check_count(value: Any, name: str) -> int:
 
 
 def check_positive(value: float, name: str, *, strict: bool = True) -> float:
-    """Return ``float(value)`` after checking it is finite and > 0 (>= 0 if not strict)."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}") from None
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {v}")
+    """Return ``float(value)`` after checking it is a finite real (:func:`check_real`) and > 0 (>= 0 if not strict)."""
+    v = check_real(value, name)
     if strict and v <= 0:
         raise ValueError(f"{name} must be > 0, got {v}")
     if not strict and v < 0:
@@ -142,3 +137,89 @@ def check_normalization(normalization: str, name: str = "normalization") -> str:
     if normalization not in ("softmax", "usa"):
         raise ValueError(f"{name} must be one of ('softmax', 'usa') (or 'sa'), got {normalization!r}")
     return normalization
+
+
+# The dtypes the package computes in: half precision cannot hold |x_i| = 1 to the sphere check's 1e-4
+# (float16 resolves 1e-3 near 1), nor a step's increment against the state, and overflows at 65504.
+STATE_DTYPES = (torch.float32, torch.float64)
+
+
+def as_state(X: torch.Tensor, name: str = "x0") -> torch.Tensor:
+    """``X`` checked as tokens (:func:`companion._validate.as_tokens`) in a dtype the package computes in.
+
+    Raises TypeError, saying what to do, for float16 and bfloat16.
+
+    Examples
+    --------
+    >>> as_state(torch.ones(2, 3)).shape
+    torch.Size([1, 2, 3])
+    >>> as_state(torch.ones(2, 3, dtype=torch.float16))
+    Traceback (most recent call last):
+    ...
+    TypeError: x0 has dtype torch.float16; companion computes in torch.float32 or torch.float64 (half precision cannot hold unit norms to the sphere check's 1e-4 and overflows beyond 65504): pass x0.float() or x0.double(), or draw it in that dtype
+    """
+    X = as_tokens(X, name)
+    if X.dtype not in STATE_DTYPES:
+        raise TypeError(f"{name} has dtype {X.dtype}; companion computes in torch.float32 or torch.float64 (half precision "
+                        f"cannot hold unit norms to the sphere check's 1e-4 and overflows beyond 65504): pass "
+                        f"{name}.float() or {name}.double(), or draw it in that dtype")
+    return X
+
+
+def check_real(value, name: str) -> float:
+    """Return ``value`` as a finite float; TypeError for what ``float()`` converts but is no number here.
+
+    ``float("2")`` and ``float(True)`` succeed, so a model built with ``beta="2"`` used to fail steps
+    later inside torch. Accepted: Python and numpy reals, 0-d or one-element real tensors.
+
+    Examples
+    --------
+    >>> check_real(2, "beta")
+    2.0
+    >>> check_real("2", "beta")
+    Traceback (most recent call last):
+    ...
+    TypeError: beta must be a real number, got str '2'
+    """
+    bad = isinstance(value, (str, bytes, bool, complex)) or (hasattr(value, "dtype") and not hasattr(value, "is_complex")
+                                                              and getattr(value.dtype, "kind", "f") not in "iuf")
+    if isinstance(value, torch.Tensor):
+        check_data_device(value, name)
+        bad = value.dtype.is_complex or value.dtype == torch.bool or value.numel() != 1
+    if bad:
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {v}")
+    return v
+
+
+def check_real_tensor(M, name: str) -> None:
+    """Raise TypeError for a complex (or non-numeric) matrix ``M`` and ValueError for one on the meta device.
+
+    torch casts a complex tensor to a real dtype by dropping the imaginary part (only a warning), so
+    a complex V would give another model silently. None passes (the identity).
+
+    Examples
+    --------
+    >>> check_real_tensor(torch.eye(2), "V")
+    >>> check_real_tensor(torch.eye(2, dtype=torch.complex64), "V")
+    Traceback (most recent call last):
+    ...
+    TypeError: V must be real, got dtype torch.complex64: pass V.real if the imaginary part is zero by construction
+    """
+    if M is None:
+        return
+    if not isinstance(M, torch.Tensor):
+        try:
+            M = torch.as_tensor(M)
+        except Exception:
+            raise TypeError(f"{name} must be a real tensor or array, got {type(M).__name__}") from None
+    check_data_device(M, name)
+    if M.dtype.is_complex:
+        raise TypeError(f"{name} must be real, got dtype {M.dtype}: pass {name}.real if the imaginary part is zero by construction")
+    if M.dtype == torch.bool:
+        raise TypeError(f"{name} must be a real tensor, got dtype {M.dtype}")

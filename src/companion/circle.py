@@ -31,8 +31,8 @@ import scipy.special
 import torch
 
 from . import _circle_grid
-from ._validate import as_tokens, check_beta, check_normalization, check_positive
-from .attention import NORMALIZATIONS, as_state, check_real  # one tuple, one order, for every model
+from ._validate import as_state, as_tokens, check_beta, check_normalization, check_positive, check_real
+from .attention import NORMALIZATIONS  # one tuple, one order, for every model
 
 __all__ = [
     "NORMALIZATIONS",

@@ -11,8 +11,7 @@ import math
 
 import torch
 
-from ._validate import check_data_device, check_positive
-from .attention import check_real
+from ._validate import check_data_device, check_positive, check_real
 
 __all__ = [
     "uniform_sphere",

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import torch
 
-from ._validate import check_beta, check_count, check_matrix, check_on_sphere, check_positive
-from .attention import DEFAULT_BLOCK_ELEMENTS, as_state, check_real, check_real_tensor
+from ._validate import as_state, check_beta, check_count, check_matrix, check_on_sphere, check_positive, check_real, check_real_tensor
+from .attention import DEFAULT_BLOCK_ELEMENTS
 
 __all__ = [
     "wasserstein",

@@ -29,8 +29,9 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 import torch
 
-from ._validate import as_tokens, check_beta, check_count, check_matrix, check_on_sphere, check_generator, check_positive, check_trials
-from .attention import BACKENDS, NORMALIZATIONS, STATE_DTYPES, as_state, attend, attention_field, check_real, check_real_tensor, field_unchecked, tangent_project
+from ._validate import (STATE_DTYPES, as_state, as_tokens, check_beta, check_count, check_generator, check_matrix, check_on_sphere,
+                        check_positive, check_real, check_real_tensor, check_trials)
+from .attention import BACKENDS, NORMALIZATIONS, attend, attention_field, field_unchecked, tangent_project
 
 __all__ = [
     "Model",
