@@ -205,3 +205,15 @@ def test_meta_device_tokens_are_refused_clearly():
         simulate(models.Sphere(), X3.to("meta"), 1.0)
     with pytest.raises(ValueError, match=r"V is on the 'meta' device"):
         simulate(models.Sphere(V=torch.eye(3, device="meta")), X3, 1.0)
+
+
+def test_dopri5_stops_early_when_the_rest_cannot_fit_in_max_steps():
+    # At t0 = 0 with the DEFAULT max_steps (1e7) the stiff decay ran ~1e7 steps (about an hour) before
+    # failing: its stable step 3.3e-8 needs 3e7 steps for t1 = 1. Projected from the settled step size,
+    # that is known after a few thousand steps.
+    with pytest.raises(RuntimeError, match=r"would need about .* more steps, more than the .* left of max_steps = 10000000") as info:
+        _timed(lambda: simulate(STIFF, X3, 1.0, method="dopri5"), 60.0)
+    assert 0 < _number_after(str(info.value), "at t = ") < 1e-3
+    # A problem that fits is untouched: the same decay to t1 = 1e-3 needs ~3e4 steps (under max_steps).
+    sol = _timed(lambda: simulate(STIFF, X3, 1e-3, method="dopri5", save_at=[0.0, 1e-3]), 120.0)
+    assert torch.isfinite(sol.final).all() and 1e4 < sol.stats["steps"] < 1e5

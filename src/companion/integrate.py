@@ -8,7 +8,9 @@ only.
 Guards: fixed steps are counted against ``max_steps`` before the first one and, for a Sphere model,
 checked against a stability limit (:func:`stability_number`: a :class:`StabilityWarning`, or a
 refusal far above it); dopri5 rejects and shrinks a step whose stages overflow, and stops with an
-error naming the time reached and the step when the step falls below what t resolves.
+error naming the time reached and the step when the step falls below what t resolves, or when,
+at the step size it has settled on, the rest of the run would not fit in ``max_steps`` (checked
+every 1000 steps, three times in a row: a stiff problem fails in seconds, not after an hour).
 """
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ __all__ = ["simulate", "Solution", "METHODS", "STABILITY_LIMITS", "HARD_FACTOR",
 
 METHODS = ("euler", "rk4", "dopri5")
 _EPS = 2.0**-52  # float64 machine epsilon: times are Python floats whatever the state's dtype
+# Every this many dopri5 steps, project the steps still needed at the current step size (stiffness check).
+_PROJECT_EVERY = 1000
 
 # Linear stability intervals on the negative real axis, |R(z)| <= 1 for z in [-limit, 0]:
 # Euler R = 1 + z; RK4 R = 1 + z + z^2/2 + z^3/6 + z^4/24 (root of R(z) = 1 at z = -2.7853).
@@ -325,6 +329,7 @@ def simulate(
         from tqdm.auto import tqdm
 
         it = tqdm(times, desc=f"simulate[{method}]", leave=False)
+    overrun = 0  # consecutive step-count projections beyond max_steps (dopri5)
     for j, ts in enumerate(it):
         if method in ("euler", "rk4"):
             m = counts[j]
@@ -338,7 +343,18 @@ def simulate(
             t = ts
         else:
             while ts - t > 1e-12 * max(1.0, abs(ts)):
-                if stats["steps"] + stats["rejected"] >= max_steps:
+                attempts = stats["steps"] + stats["rejected"]
+                if attempts and attempts % _PROJECT_EVERY == 0:
+                    # At the step size the controller has settled on, would the rest of the run fit in what is
+                    # left of max_steps? Three checks in a row say no: stop now rather than hours later.
+                    needed = (times[-1] - t) / max(h, 1e-300)
+                    overrun = overrun + 1 if needed > max_steps - attempts else 0
+                    if overrun >= 3:
+                        raise RuntimeError(f"simulate: dopri5 at t = {t:.10g} takes steps of h = {h:.3g}; reaching t1 = "
+                                           f"{times[-1]:g} would need about {needed:.3g} more steps, more than the "
+                                           f"{max_steps - attempts} left of max_steps = {max_steps}: the problem is stiff "
+                                           "for an explicit method here; raise max_steps, loosen rtol/atol or shorten t1")
+                if attempts >= max_steps:
                     raise RuntimeError(f"simulate: dopri5 reached max_steps = {max_steps} at t = {t:.10g} (next save "
                                        f"time {ts:g}) with step h = {h:.3g}: the problem may be stiff for an explicit "
                                        "method; raise max_steps, loosen rtol/atol or shorten t1")
