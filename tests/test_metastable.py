@@ -35,7 +35,7 @@ NAMES = ("metastable-linear-rates", "metastable-lnN", "metastable-official", "me
 def test_every_experiment_is_declared_with_a_claims_function():
     for name in NAMES:
         exp = get(name)
-        assert exp.chapter == "metastable" and not exp.legacy and exp.claims is not None and exp.plot is not None, name
+        assert exp.chapter == "metastable" and exp.claims is not None and exp.plot is not None, name
 
 
 def test_unknown_parameter_is_refused():

@@ -47,6 +47,7 @@ def _tiny_book(tmp: Path, code: str) -> Path:
     (book / "chapters").mkdir(parents=True)
     shutil.copy(ROOT / "book" / "_config.yml", book / "_config.yml")
     shutil.copytree(ROOT / "book" / "_ext", book / "_ext")
+    shutil.copytree(ROOT / "book" / "_scripts", book / "_scripts")  # the figure settings extension (companion_figures)
     (book / "_vendor").mkdir()  # html_extra_path must exist
     (book / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n- file: chapters/tiny\n")
     (book / "intro.md").write_text("# Tiny book\n")
