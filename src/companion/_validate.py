@@ -82,17 +82,23 @@ def check_trials(M: torch.Tensor, trials: int, name: str) -> torch.Tensor:
     return M
 
 
+def _as_tensor(M: Any, name: str, what: str) -> torch.Tensor:
+    """``M`` as a tensor (TypeError naming ``what`` it must be) that is not on the meta device."""
+    if not isinstance(M, torch.Tensor):
+        try:
+            M = torch.as_tensor(M)
+        except Exception:
+            raise TypeError(f"{name} must be {what}, got {type(M).__name__}") from None
+    check_data_device(M, name)
+    return M
+
+
 def check_matrix(M: Any, d: int, name: str, *, like: torch.Tensor | None = None) -> torch.Tensor:
     """Return ``M`` as a (d, d) or (trials, d, d) tensor on ``like``'s device and dtype.
 
     Raises ValueError when its trailing shape is not (d, d) or it has non-finite entries.
     """
-    if not isinstance(M, torch.Tensor):
-        try:
-            M = torch.as_tensor(M)
-        except Exception:
-            raise TypeError(f"{name} must be a (d, d) tensor or array, got {type(M).__name__}") from None
-    check_data_device(M, name)
+    M = _as_tensor(M, name, "a (d, d) tensor or array")
     if M.ndim not in (2, 3) or M.shape[-2:] != (d, d):
         raise ValueError(f"{name} must have shape ({d}, {d}) or (trials, {d}, {d}) to match d = {d}, got {tuple(M.shape)}")
     if like is not None:
@@ -213,12 +219,7 @@ def check_real_tensor(M, name: str) -> None:
     """
     if M is None:
         return
-    if not isinstance(M, torch.Tensor):
-        try:
-            M = torch.as_tensor(M)
-        except Exception:
-            raise TypeError(f"{name} must be a real tensor or array, got {type(M).__name__}") from None
-    check_data_device(M, name)
+    M = _as_tensor(M, name, "a real tensor or array")
     if M.dtype.is_complex:
         raise TypeError(f"{name} must be real, got dtype {M.dtype}: pass {name}.real if the imaginary part is zero by construction")
     if M.dtype == torch.bool:

@@ -25,7 +25,7 @@ from .report import PROFILES
 from .sweep import flatten_result, unflatten_result
 
 __all__ = ["results_dir", "run_experiment", "sweep_experiment", "load_run", "show_stored", "save_figures", "figure_sources",
-           "chapter_times", "machine", "stored_profiles", "run_profiles", "pack_results", "store_packed", "check_writable", "rejudge"]
+           "chapter_times", "machine", "run_profiles", "pack_results", "store_packed", "check_writable", "rejudge"]
 
 
 def results_dir(root: Path | str | None = None) -> Path:
@@ -340,7 +340,7 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
     rows = []
     for name, exp in registry().items():
         meta_path = results_dir(root) / name / "full.json"
-        times = {p: _wall_time(results_dir(root) / name / f"{p}.json") for p in PROFILES}
+        fast_s = _wall_time(results_dir(root) / name / "fast.json")
         if meta_path.exists():
             meta = json.loads(meta_path.read_text())
             dev = str((meta.get("config") or {}).get("device", "?"))
@@ -350,12 +350,12 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
             rows.append({"experiment": name, "chapter": exp.chapter, "profile": "full",
                          "device": dev, "source": f"data/results/{name}/full.npz",
                          "commit": (meta.get("commit") or "?")[:10], "created": meta.get("created", "?"),
-                         "fast_s": times["fast"], "full_s": times["full"],
+                         "fast_s": fast_s, "full_s": meta.get("wall_time_s"),
                          "verdicts": {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}})
         else:
             rows.append({"experiment": name, "chapter": exp.chapter, "profile": profile, "device": "cpu",
                          "source": "computed while the chapter executes", "commit": "", "created": "",
-                         "fast_s": times["fast"], "full_s": None, "verdicts": {}})
+                         "fast_s": fast_s, "full_s": None, "verdicts": {}})
     return rows
 
 
@@ -440,29 +440,6 @@ def machine() -> dict[str, Any]:
         "torch": torch.__version__,
         "accelerator": cuda_summary(),
     }
-
-
-def stored_profiles(name: str, root: Path | str | None = None) -> list[str]:
-    """The profiles of ``name`` stored under ``data/results`` (of ``root``) whose files verify.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> root = Path(tempfile.mkdtemp())
-    >>> stored_profiles("intro-consensus", root=root)
-    []
-    >>> _ = run_experiment("intro-consensus", "full", out=results_dir(root), params={"n": 4, "t1": 1.0}, figure=False)
-    >>> stored_profiles("intro-consensus", root=root)
-    ['full']
-    """
-    out = []
-    for profile in PROFILES:
-        try:
-            if load_run(name, profile, root) is not None:
-                out.append(profile)
-        except (OSError, ValueError):  # damaged or foreign: not stored, to be recomputed
-            pass
-    return out
 
 
 def run_profiles(names: Sequence[str], profile: str = "full", device: str = "cpu", *, out: Path | str | None = None,
