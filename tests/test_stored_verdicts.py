@@ -7,7 +7,7 @@ import json
 import pytest
 
 from companion.provenance import repo_root
-from companion.runs import rejudge
+from companion.runs import rejudge, stale_reason
 
 STORED = sorted((repo_root() / "data" / "results").glob("*/*.json"))
 
@@ -18,6 +18,13 @@ def test_stored_verdicts_are_current(meta):
     assert current, f"{meta}: its experiment's claims function gives no rows"
     assert stored == current, (f"{meta}: stored verdicts differ from the claims function's; after checking why, store the "
                                f"current ones with companion.runs.rejudge({meta.parent.name!r}, {meta.stem!r}, write=True)")
+
+
+@pytest.mark.parametrize("meta", STORED, ids=[f"{p.parent.name}/{p.stem}" for p in STORED])
+def test_stored_results_are_the_declared_profile(meta):
+    """A profile changed after its result was stored leaves a stale result: `make full` recomputes it."""
+    reason = stale_reason(meta.parent.name, meta.stem)
+    assert reason is None, f"{meta}: {reason}; recompute it with `make full`"
 
 
 def test_rejudge_writes_the_current_verdicts(tmp_path):

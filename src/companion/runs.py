@@ -170,9 +170,14 @@ def run_experiment(
     params = dict(params or {})
     exp.configure(profile, **params)  # unknown keys and wrong types refused before anything runs
     folder = check_writable((Path(out) if out is not None else results_dir()) / name)
-    t0 = time.perf_counter()
+    import os
+
+    load0, c0, t0 = os.getloadavg()[0], time.process_time(), time.perf_counter()
     result = exp.run(profile, device, **params)
-    return _save_run(exp, profile, device, result, folder, params, time.perf_counter() - t0, figure)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    # CPU time and the load average beside the wall time: a run timed on a busy machine says so.
+    return _save_run(exp, profile, device, result, folder, params, wall, figure, cpu_time_s=round(cpu, 1),
+                     load_average=[round(load0, 2), round(os.getloadavg()[0], 2)])
 
 
 def sweep_experiment(
@@ -276,7 +281,12 @@ def load_run(name: str, profile: str = "full", root: Path | str | None = None) -
     >>> result["max_mass_error"] < 1e-8, result["p_sim"].shape, meta["config"]["experiment"]
     (True, (21, 3), 'intro-consensus')
     """
-    path = results_dir(root) / name / f"{_check_profile(profile)}.npz"
+    return _load_from(results_dir(root), name, profile)
+
+
+def _load_from(folder: Path, name: str, profile: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """:func:`load_run` from the results folder ``folder`` itself."""
+    path = folder / name / f"{_check_profile(profile)}.npz"
     try:
         arrays, meta = load_result(path)
     except FileNotFoundError:
@@ -286,6 +296,58 @@ def load_run(name: str, profile: str = "full", root: Path | str | None = None) -
         raise ValueError(f"{path}: holds the {stored.get('profile')!r} result of {stored.get('experiment')!r}, "
                          f"not the {profile!r} result of {name!r}")
     return unflatten_result(arrays, meta.get("other")), meta
+
+
+def stale_reason(name: str, profile: str = "full", folder: Path | str | None = None) -> str | None:
+    """Why the ``profile`` result of ``name`` stored in ``folder`` (default ``data/results``) is not the
+    current one, or None when it is.
+
+    A result is current when it verifies and was computed with the profile's config as declared now
+    (same parameters, no overrides): changing a profile makes its stored result stale, and
+    :func:`run_profiles` computes it again.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> stale_reason("intro-consensus", "fast", folder)
+    'nothing stored'
+    >>> _ = run_experiment("intro-consensus", "fast", out=folder, figure=False)
+    >>> stale_reason("intro-consensus", "fast", folder) is None
+    True
+    >>> _ = run_experiment("intro-consensus", "fast", out=folder, params={"n": 4}, figure=False)
+    >>> stale_reason("intro-consensus", "fast", folder)
+    "computed with parameters {'n': 4}, not the profile's: n = 4 (the profile has 64)"
+    """
+    import dataclasses
+
+    from .experiments import get
+
+    try:
+        stored = _load_from(Path(folder) if folder is not None else results_dir(), name, profile)
+    except (OSError, ValueError) as e:
+        return f"does not verify ({e})"
+    if stored is None:
+        return "nothing stored"
+    result, meta = stored
+    exp = get(name)
+    now = dataclasses.asdict(exp.configure(profile))
+    then = dataclasses.asdict(exp.config_of(result))
+    differ = [f"{k} = {then[k]!r} (the profile has {now[k]!r})" for k in now if _plain(then.get(k)) != _plain(now[k])]
+    params = (meta.get("config") or {}).get("params") or {}
+    if params or differ:
+        head = f"computed with parameters {params}, not the profile's" if params else "the profile changed since"
+        return head + (": " + "; ".join(differ) if differ else "")
+    return None
+
+
+def _plain(value: Any) -> Any:
+    """JSON-comparable form of a config value (tuples and arrays as lists)."""
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist"):
+        return _plain(value.tolist())
+    return value
 
 
 def show_stored(name: str, profile: str = "full", root: Path | str | None = None) -> dict[str, Any] | None:
@@ -473,13 +535,12 @@ def run_profiles(names: Sequence[str], profile: str = "full", device: str = "cpu
     rows = []
     for name in names:
         if skip_stored and (out / name / f"{profile}.json").exists():
-            try:
-                load_result(out / name / f"{profile}.npz")
+            reason = stale_reason(name, profile, out)
+            if reason is None:
                 rows.append({"name": name, "status": "stored", "seconds": 0.0})
                 log(f"{name}: stored already, skipped")
                 continue
-            except (OSError, ValueError) as e:
-                log(f"{name}: stored result does not verify ({e}); recomputing")
+            log(f"{name}: stored result is stale ({reason}); recomputing")
         left = deadline - time.monotonic()
         if left < 1:
             rows.append({"name": name, "status": "not started", "seconds": 0.0})
