@@ -136,3 +136,27 @@ def test_verdict_rule():
         ledger.Claim(id="x", paper="A", where="w", statement="s", status="ok")
     with pytest.raises(ValueError, match="contradicts"):
         ledger.Claim(id="x", paper="A", where="w", statement="s", status="reproduced", verdict=v(1.0, 0.1))
+
+
+def test_paper_scale_is_checked_against_the_full_profile():
+    import dataclasses
+
+    from companion.experiments import PaperScale
+
+    @dataclasses.dataclass(frozen=True)
+    class Cfg:
+        n: int = 10
+        seed: int = 0
+
+    PaperScale({"n": 10}).check("x", Cfg, Cfg())
+    PaperScale({"n": 200}, {"n": "cost"}).check("x", Cfg, Cfg())
+    with pytest.raises(ValueError, match="the paper has n = 200, the full profile 10"):
+        PaperScale({"n": 200}).check("x", Cfg, Cfg())
+    with pytest.raises(ValueError, match="'m', not a parameter"):
+        PaperScale({"m": 1}).check("x", Cfg, Cfg())
+
+
+def test_every_experiment_states_its_paper_scale():
+    """Each full profile says what the paper used (the registry checks the values against it)."""
+    missing = sorted(n for n, e in experiments.registry().items() if e.paper is None)
+    assert not missing, f"experiments without a PaperScale: {missing}"

@@ -189,6 +189,8 @@ def _cmd_list() -> int:
         for key, values in e.parameters().items():
             fast, full = values["fast"], values["full"]
             print(f"    {key} = {fast!r}" + ("" if full == fast else f"  (full: {full!r})"))
+        scale = e.paper.lines(e.profiles["full"]) if e.paper else ["not stated"]
+        print("    paper scale: " + "\n                 ".join(scale))
     return 0
 
 

@@ -35,7 +35,7 @@ from typing import Any, Callable, Mapping
 from ..report import PROFILES
 
 __all__ = [
-    "Experiment", "experiment", "plots", "claims_for", "sweep_point", "registry", "get", "judge",
+    "Experiment", "PaperScale", "experiment", "plots", "claims_for", "sweep_point", "registry", "get", "judge",
     "CHAPTER_PREFIXES", "to_numpy",
 ]
 
@@ -182,6 +182,50 @@ def to_numpy(x: Any) -> Any:
 
 
 @dataclasses.dataclass(frozen=True)
+class PaperScale:
+    """What the paper used for an experiment, against which its ``full`` profile is held.
+
+    ``values``: the paper's value of each parameter it states (by parameter name); the ``full``
+    profile must equal each one, unless ``deviations`` names the parameter with the reason (a
+    smaller size that the check does not need, a cost). ``note``: what the paper leaves unknown
+    (see ``shared/papers/NOTES.md``) and what the profile chose instead, in one or two sentences.
+
+    Examples
+    --------
+    >>> PaperScale({"n": 200, "dt": 0.01}, {"dt": "0.01 is unstable for the ODE; 0.005"}, "trials not given; 16").values["n"]
+    200
+    """
+
+    values: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    deviations: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    note: str = ""
+
+    def check(self, name: str, config: type, full: Any) -> None:
+        """ValueError naming the first parameter the ``full`` profile sets otherwise than the paper
+        without a stated deviation (or a key that is not a parameter)."""
+        fields = _fields(config)
+        for key in list(self.values) + list(self.deviations):
+            if key not in fields:
+                raise ValueError(f"experiment {name!r}: paper scale names {key!r}, not a parameter; its parameters: {', '.join(fields)}")
+        for key, value in self.values.items():
+            want = configure(config, full, {key: value}, f"experiment {name!r} (paper scale)")
+            if key not in self.deviations and getattr(want, key) != getattr(full, key):
+                raise ValueError(f"experiment {name!r}: the paper has {key} = {value!r}, the full profile {getattr(full, key)!r}; "
+                                 "set the full profile to the paper's value or give the reason in deviations")
+
+    def lines(self, full: Any) -> list[str]:
+        """Human-readable lines: each stated value with the full profile's, then the note."""
+        out = []
+        for key, value in self.values.items():
+            mine = getattr(full, key)
+            why = self.deviations.get(key)
+            out.append(f"{key}: paper {value!r}, full {mine!r}" + (f" ({why})" if why else ""))
+        if self.note:
+            out.append(self.note)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
 class Experiment:
     """A registered experiment (see the module docstring).
 
@@ -210,6 +254,7 @@ class Experiment:
     assemble: Callable[..., dict[str, Any]] | None = None
     grid: Callable[..., list[dict[str, Any]]] | None = None
     runner: Callable[..., dict[str, Any]] | None = None
+    paper: PaperScale | None = None
 
     @property
     def func(self) -> Callable[..., dict[str, Any]]:
@@ -292,11 +337,12 @@ def _runner(exp_name: str, body: Callable[..., Any]) -> Callable[..., dict[str, 
 
 
 def experiment(name: str, *, chapter: str, profiles: Mapping[str, Any], plot: Callable[..., Any] | None = None,
-               claims: Callable[..., list] | None = None) -> Callable:
+               claims: Callable[..., list] | None = None, paper: PaperScale | None = None) -> Callable:
     """Decorator registering ``body(cfg, generator, device) -> dict`` as the experiment ``name``.
 
     ``profiles`` maps every profile of :data:`companion.report.PROFILES` to a config (instances of
-    one frozen dataclass with a ``seed`` field). Returns the experiment's public function
+    one frozen dataclass with a ``seed`` field). ``paper`` states the paper's sizes; the ``full``
+    profile is checked against them (:class:`PaperScale`). Returns the experiment's public function
     ``run(profile="fast", device="cpu", **overrides) -> dict``.
 
     Examples
@@ -333,13 +379,16 @@ def experiment(name: str, *, chapter: str, profiles: Mapping[str, Any], plot: Ca
         raise TypeError(f"experiment {name!r}: {config.__name__} needs a 'seed' field (the registry seeds the generator from it)")
     for p, c in profiles.items():  # the declared values pass the same checks as overrides
         configure(config, c, dataclasses.asdict(c), f"experiment {name!r}, profile {p!r}")
+    if paper is not None:
+        paper.check(name, config, profiles["full"])
 
     def deco(body: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
         if name in _REGISTRY and _REGISTRY[name].body.__qualname__ != body.__qualname__:
             raise ValueError(f"experiment name {name!r} is already registered")
         doc = (body.__doc__ or "").strip().splitlines()
         run = _runner(name, body)
-        _REGISTRY[name] = Experiment(name, chapter, config, dict(profiles), body, doc[0] if doc else "", plot, claims, runner=run)
+        _REGISTRY[name] = Experiment(name, chapter, config, dict(profiles), body, doc[0] if doc else "", plot, claims,
+                                     runner=run, paper=paper)
         return run
 
     return deco
