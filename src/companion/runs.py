@@ -379,6 +379,52 @@ def show_stored(name: str, profile: str = "full", root: Path | str | None = None
     return result
 
 
+def paper_scale(result: Mapping[str, Any], root: Path | str | None = None, *, draw: bool = True) -> dict[str, Any]:
+    """The stored full-profile result of ``result``'s experiment when one is stored and current, else
+    ``result`` itself: what a chapter judges and records (the paper-scale measurement where there is one).
+
+    Prints where it comes from (:func:`show_stored`'s line, or why a stored one is not used); with
+    ``draw``, draws the stored result with the experiment's plot function and prints its verdicts.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from companion.experiments import get
+    >>> root = Path(tempfile.mkdtemp())
+    >>> fast = get("intro-consensus").run("fast", n=4, t1=1.0)
+    >>> paper_scale(fast, root) is fast
+    no stored full-profile result; run: python -m companion run intro-consensus --profile full
+    True
+    >>> _ = run_experiment("intro-consensus", "full", out=results_dir(root), params={"n": 4}, figure=False)
+    >>> paper_scale(fast, root) is fast  # computed with other parameters than the full profile's
+    stored full-profile result not used: computed with parameters {'n': 4}, not the profile's: n = 4 (the profile has 64)
+    True
+    >>> _ = run_experiment("intro-consensus", "full", out=results_dir(root), figure=False)
+    >>> full = paper_scale(fast, root, draw=False)  # doctest: +ELLIPSIS
+    stored full profile: commit ..., device cpu, ... s
+    >>> full["profile"], full["p_sim"].shape
+    ('full', (21, 3))
+    """
+    from .experiments import get
+    from .ledger import format_claims
+
+    name = str(result["experiment"])
+    reason = stale_reason(name, "full", results_dir(root))
+    if reason == "nothing stored":
+        print(f"no stored full-profile result; run: python -m companion run {name} --profile full")
+        return dict(result) if not isinstance(result, dict) else result
+    if reason is not None:
+        print(f"stored full-profile result not used: {reason}")
+        return dict(result) if not isinstance(result, dict) else result
+    full = show_stored(name, "full", root)
+    exp = get(name)
+    if draw:
+        if exp.plot is not None:
+            exp.plot(full)
+        print(format_claims([c.as_dict() for c in exp.judge(full)]))
+    return full
+
+
 def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[str, Any]]:
     """For every registered experiment: which profile and device its figure in the book comes from.
 
