@@ -28,7 +28,7 @@ _SECTION = re.compile(r"^Examples\n-{3,}\n(.*?)(?=^[^\s>.][^\n]*\n-{3,}\n|\Z)", 
 BACKLOG: dict[str, set[str]] = {
     "companion.experiments.llm_probes": {
         "llm_random_adapters", "llm_training", "llm_spectra", "llm_layer_repetition", "plot_llm_random_adapters",
-        "plot_llm_training", "plot_llm_alignment", "plot_llm_drift", "plot_llm_spectra", "plot_llm_layer_repetition"},
+        "plot_llm_training", "plot_llm_alignment", "plot_llm_drift", "plot_llm_layer_repetition"},
     "companion.experiments.metastable": {
         "linear_rates", "lnN_law", "official_runs", "long_run", "mean_field_pde", "sphere_rates", "plot_linear_rates",
         "plot_lnN_law", "plot_official_run", "plot_long_run", "plot_pde", "plot_sphere_rates"},
@@ -37,9 +37,8 @@ BACKLOG: dict[str, set[str]] = {
         "plot_remark34_ranks", "plot_mitigation"},
     "companion.llm.assets": {"cache_dir", "find_gguf", "smollm2_path", "minilm_path", "prepare_corpus", "corpus_text", "main"},
     "companion.llm.probes": {
-        "load_encoder", "token_blocks", "hidden_states", "perplexity_and_hidden_states", "add_lora", "lora_layers",
-        "lora_delta", "set_random_adapter", "update_norm", "alignment", "train_lora", "value_head_matrices",
-        "qk_head_matrices", "qk_singular_values", "repeat_layers"},
+        "load_encoder", "token_blocks", "perplexity_and_hidden_states", "add_lora", "lora_layers",
+        "lora_delta", "set_random_adapter", "update_norm", "alignment", "repeat_layers"},
     "companion.theory.lora": {"Prop31Bound", "SpectralPerturbation"},
     "companion.theory.lora_depth": {"DepthBound"},
     "companion.theory.low_temperature": {"TopEigenspace"},

@@ -3,6 +3,11 @@
 Each chapter calls :func:`record` with the rows its checks produced; the rows go to
 ``data/claims/<chapter>.json`` (atomically) and are printed, rounded, so nbval compares them.
 :func:`assemble` merges every chapter's file into ``data/claims.json``.
+
+Rows of a second kind answer open questions the papers leave (the chapter "beyond"): their id
+starts with :data:`QUESTION_PREFIX`, their status is one of :data:`QUESTION_STATUSES` (from
+:func:`answer`), and they are kept apart: :func:`load` returns them only when asked
+(``questions=True``), so they never enter ``data/claims.json`` nor the papers' coverage.
 """
 from __future__ import annotations
 
@@ -15,9 +20,13 @@ from typing import Any, Iterable, Sequence
 
 from .provenance import atomic_write_text, repo_root
 
-__all__ = ["Claim", "Verdict", "verdict", "worst", "best", "graded", "within", "NOT_CHECKABLE", "STATUSES", "PAPERS", "record", "assemble", "load", "format_claims"]
+__all__ = ["Claim", "Verdict", "verdict", "worst", "best", "graded", "within", "NOT_CHECKABLE", "STATUSES", "PAPERS", "record", "assemble", "load", "format_claims",
+           "QUESTION_STATUSES", "QUESTION_PREFIX", "answer", "is_question"]
 
 STATUSES = ("reproduced", "partly", "not-reproduced", "not-checkable")
+# Open questions (not a paper's claim): the answer a measurement gives, and the id prefix marking such rows.
+QUESTION_STATUSES = ("supported", "inconclusive", "refuted")
+QUESTION_PREFIX = "Q-"
 PAPERS = ("A", "B", "C", "D")
 KEYS = ("id", "paper", "where", "statement", "status", "measured", "expected", "tolerance", "chapter", "profile", "margin",
         "uncertainty")
@@ -58,11 +67,41 @@ class Verdict:
     margin: float | None = None
 
     def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        if self.status not in STATUSES + QUESTION_STATUSES:
+            raise ValueError(f"status must be one of {STATUSES + QUESTION_STATUSES}, got {self.status!r}")
 
 
 NOT_CHECKABLE = Verdict("not-checkable")
+_ANSWERS = {"reproduced": "supported", "partly": "inconclusive", "not-reproduced": "refuted", "not-checkable": "inconclusive"}
+
+
+def answer(v: Verdict) -> Verdict:
+    """The answer to an open question from the verdict of its test: reproduced -> supported,
+    partly -> inconclusive, not-reproduced -> refuted, not-checkable -> inconclusive (margin kept).
+
+    Examples
+    --------
+    >>> answer(verdict(0.02, 0.1)), answer(within(0.95, 0.1, 1.0)).status, answer(verdict(False)).status
+    (Verdict(status='supported', margin=0.8), 'inconclusive', 'refuted')
+    """
+    if not isinstance(v, Verdict):
+        raise TypeError(f"answer(v): v must be a Verdict, got {type(v).__name__}")
+    if v.status in QUESTION_STATUSES:
+        return v
+    return Verdict(_ANSWERS[v.status], v.margin)
+
+
+def is_question(row: Any) -> bool:
+    """Whether a ledger row (a :class:`Claim`, its dict, or an id) answers an open question
+    rather than checking a paper's claim: its id starts with :data:`QUESTION_PREFIX`.
+
+    Examples
+    --------
+    >>> is_question("Q-beyond-1"), is_question({"id": "A-thm4.2"})
+    (True, False)
+    """
+    rid = row if isinstance(row, str) else (row.get("id") if isinstance(row, dict) else getattr(row, "id", None))
+    return isinstance(rid, str) and rid.startswith(QUESTION_PREFIX)
 
 
 def verdict(value: Any, reproduced: float | None = None, *, partly: float | None = None, better: str = "lower",
@@ -115,7 +154,8 @@ def verdict(value: Any, reproduced: float | None = None, *, partly: float | None
     return Verdict(status, float(f"{margin:.2g}"))  # two digits: a margin is read, not compared
 
 
-_SEVERITY = {"reproduced": 0, "partly": 1, "not-reproduced": 2, "not-checkable": 3}
+_SEVERITY = {"reproduced": 0, "partly": 1, "not-reproduced": 2, "not-checkable": 3,
+             "supported": 0, "inconclusive": 1, "refuted": 2}
 
 
 def worst(*verdicts: Verdict) -> Verdict:
@@ -237,10 +277,11 @@ class Claim:
             object.__setattr__(self, "margin", verdict.margin)
         if self.paper not in PAPERS:
             raise ValueError(f"paper must be one of {PAPERS}, got {self.paper!r}")
-        if self.status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
         if not self.id or not isinstance(self.id, str):
             raise ValueError("id must be a non-empty string")
+        allowed = QUESTION_STATUSES if is_question(self.id) else STATUSES  # an open question is answered, not reproduced
+        if self.status not in allowed:
+            raise ValueError(f"claim {self.id}: status must be one of {allowed}, got {self.status!r}")
 
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -308,8 +349,9 @@ def record(chapter: str, claims: Iterable[Claim], *, root: Path | None = None, e
     return rows
 
 
-def load(root: Path | None = None) -> list[dict[str, Any]]:
-    """All rows from every ``data/claims/*.json``, sorted by chapter then id.
+def load(root: Path | None = None, *, questions: bool = False) -> list[dict[str, Any]]:
+    """All rows from every ``data/claims/*.json``, sorted by chapter then id: the papers' claims, or
+    with ``questions=True`` only the answers to open questions (:func:`is_question`).
 
     Examples
     --------
@@ -319,10 +361,14 @@ def load(root: Path | None = None) -> list[dict[str, Any]]:
     >>> _ = record("b", [c], root=root, echo=False)
     >>> [(r["id"], r["chapter"], r["status"]) for r in load(root)]
     [('X-2', 'b', 'reproduced')]
+    >>> q = Claim(id="Q-1", paper="B", where="Conjecture 1", statement="s", verdict=answer(verdict(True)))
+    >>> _ = record("q", [q], root=root, echo=False)
+    >>> [r["id"] for r in load(root)], [(r["id"], r["status"]) for r in load(root, questions=True)]
+    (['X-2'], [('Q-1', 'supported')])
     """
     rows: list[dict[str, Any]] = []
     for f in sorted(_claims_dir(root).glob("*.json")):
-        rows.extend(json.loads(f.read_text()))
+        rows.extend(r for r in json.loads(f.read_text()) if is_question(r) == bool(questions))
     return sorted(rows, key=lambda r: (r["chapter"], r["id"]))
 
 

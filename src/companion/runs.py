@@ -161,7 +161,7 @@ def run_experiment(
     >>> meta["config"]["params"], meta["figures"], meta["wall_time_s"] >= 0
     ({'n': 4, 't1': 1.0}, ['fast.png'], True)
     """
-    from .experiments import get
+    from .experiments import get, writing_to
     from .gpu import resolve_device
 
     exp = get(name)
@@ -173,7 +173,8 @@ def run_experiment(
     import os
 
     load0, c0, t0 = os.getloadavg()[0], time.process_time(), time.perf_counter()
-    result = exp.run(profile, device, **params)
+    with writing_to(folder):  # a long experiment may keep finished pieces there and resume from them
+        result = exp.run(profile, device, **params)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     # CPU time and the load average beside the wall time: a run timed on a busy machine says so.
     return _save_run(exp, profile, device, result, folder, params, wall, figure, cpu_time_s=round(cpu, 1),

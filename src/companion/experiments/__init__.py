@@ -24,19 +24,22 @@ Names follow one style, ``<prefix>-<thing>``, the prefix naming the chapter
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import importlib
 import inspect
 import re
 import types
 import typing
-from typing import Any, Callable, Mapping
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
 
 from ..report import PROFILES
 
 __all__ = [
     "Experiment", "PaperScale", "experiment", "plots", "claims_for", "sweep_point", "registry", "get", "judge",
-    "CHAPTER_PREFIXES", "to_numpy",
+    "CHAPTER_PREFIXES", "to_numpy", "output_folder", "writing_to",
 ]
 
 # Modules holding registered experiments (imported on demand so `import companion` stays light).
@@ -48,6 +51,7 @@ _MODULES: tuple[str, ...] = (
     "companion.experiments.spectral_selection",
     "companion.experiments.metastable",
     "companion.experiments.llm_probes",
+    "companion.experiments.beyond",
 )
 
 # Chapter slug -> the prefix of its experiments' names (`intro-clustering`, `metastable-lnN`, ...).
@@ -59,10 +63,50 @@ CHAPTER_PREFIXES: dict[str, str] = {
     "spectral_selection": "spectral",
     "metastable": "metastable",
     "llm_probes": "llm",
+    "beyond": "beyond",
 }
 
 _REGISTRY: dict[str, "Experiment"] = {}
 _THING = re.compile(r"[a-z0-9][a-zA-Z0-9]*(-[a-zA-Z0-9]+)*")
+
+
+_OUTPUT: contextvars.ContextVar[Path | None] = contextvars.ContextVar("companion_experiment_output", default=None)
+
+
+def output_folder() -> Path | None:
+    """The folder a running experiment may keep intermediate files in, or None.
+
+    ``python -m companion run NAME --out DIR`` (:func:`companion.runs.run_experiment`) sets it to
+    ``DIR/NAME`` while the body runs, so a long experiment can store finished pieces there and
+    resume from them (``llm-training`` keeps one part per run in ``DIR/NAME/parts``); a body called
+    directly (a chapter, a test) sees None and keeps everything in memory.
+
+    Examples
+    --------
+    >>> output_folder() is None
+    True
+    >>> with writing_to("/tmp/out/x"):
+    ...     output_folder().as_posix()
+    '/tmp/out/x'
+    """
+    return _OUTPUT.get()
+
+
+@contextlib.contextmanager
+def writing_to(folder: Path | str | None) -> Iterator[Path | None]:
+    """Context in which :func:`output_folder` returns ``folder`` (None: nothing is kept).
+
+    Examples
+    --------
+    >>> with writing_to(None) as f:
+    ...     f, output_folder()
+    (None, None)
+    """
+    token = _OUTPUT.set(Path(folder) if folder is not None else None)
+    try:
+        yield _OUTPUT.get()
+    finally:
+        _OUTPUT.reset(token)
 
 
 def _check_name(name: str, chapter: str) -> None:

@@ -3,8 +3,9 @@
 transformers and peft are imported lazily inside the functions, so ``import companion.llm`` is light.
 Submodules: :mod:`companion.llm.assets` (bundled model and corpora, prepared offline),
 :mod:`companion.llm.probes` (loading, perplexity, random and trained LoRA, alignment, drift,
-spectra, layer repetition).
+layer repetition), :mod:`companion.llm.spectra` (value and query-key spectra of any supported
+attention layout, re-exported by ``probes``).
 """
 from __future__ import annotations
 
-__all__ = ["assets", "probes"]
+__all__ = ["assets", "probes", "spectra"]

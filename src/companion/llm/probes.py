@@ -18,6 +18,18 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .._validate import check_generator, check_positive
+# The spectra (value and query-key matrices) live in companion.llm.spectra; re-exported here.
+from .spectra import (  # noqa: F401
+    _FOLDABLE_QK_NORMS,
+    _attention_weights,
+    _head_layout,
+    _lin,
+    _qk_norm_weight,
+    numerical_rank,
+    qk_head_matrices,
+    qk_singular_values,
+    value_head_matrices,
+)
 
 __all__ = [
     "LLAMA_TARGETS",
@@ -162,9 +174,20 @@ def _check_ids(ids: Any, name: str = "ids") -> torch.Tensor:
     return ids
 
 
+def _bar(it, progress: bool, desc: str):
+    """``it`` wrapped in a tqdm progress bar when ``progress`` (left off screen otherwise)."""
+    if not progress:
+        return it
+    from tqdm.auto import tqdm
+
+    return tqdm(it, desc=desc, leave=False)
+
+
 @torch.no_grad()
-def perplexity(model, ids: torch.Tensor, *, batch_size: int = 4) -> float:
+def perplexity(model, ids: torch.Tensor, *, batch_size: int = 4, progress: bool = False) -> float:
     """exp(mean next-token negative log-likelihood) of ``model`` on ``ids : (blocks, seq)``.
+
+    ``progress`` shows a progress bar over the batches.
 
     Examples
     --------
@@ -178,7 +201,7 @@ def perplexity(model, ids: torch.Tensor, *, batch_size: int = 4) -> float:
     ids = _check_ids(ids)
     dev = next(model.parameters()).device
     total, count = 0.0, 0
-    for i in range(0, ids.shape[0], batch_size):
+    for i in _bar(range(0, ids.shape[0], batch_size), progress, "perplexity"):
         b = ids[i : i + batch_size].to(dev)
         logits = model(input_ids=b, use_cache=False).logits[:, :-1].float()
         nll = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), b[:, 1:].reshape(-1), reduction="sum")
@@ -187,31 +210,80 @@ def perplexity(model, ids: torch.Tensor, *, batch_size: int = 4) -> float:
     return math.exp(total / count)
 
 
+def _final_norm(model):
+    """The norm a decoder applies after its last layer (Llama ``norm``, GPT-2 ``ln_f``, ...), peft unwrapped."""
+    m = model.get_base_model() if hasattr(model, "get_base_model") else model
+    inner = getattr(m, "model", None) or getattr(m, "transformer", None) or getattr(m, "gpt_neox", None) or m
+    for name in ("norm", "ln_f", "final_layer_norm", "final_layernorm"):
+        mod = getattr(inner, name, None)
+        if isinstance(mod, torch.nn.Module):
+            return mod
+    raise ValueError(f"model: found no final norm ({type(inner).__name__} has no norm, ln_f, final_layer_norm "
+                     "or final_layernorm), so the residual stream before it cannot be read")
+
+
 @torch.no_grad()
-def perplexity_and_hidden_states(model, ids: torch.Tensor, *, batch_size: int = 4) -> tuple[float, torch.Tensor]:
+def perplexity_and_hidden_states(model, ids: torch.Tensor, *, batch_size: int = 4, before_final_norm: bool = False,
+                                 progress: bool = False) -> tuple[float, torch.Tensor]:
     """:func:`perplexity` and :func:`hidden_states` from one forward pass per batch."""
     ids = _check_ids(ids)
     dev = next(model.parameters()).device
     outs, total, count = [], 0.0, 0
-    for i in range(0, ids.shape[0], batch_size):
-        b = ids[i : i + batch_size].to(dev)
-        o = model(input_ids=b, output_hidden_states=True, use_cache=False)
-        outs.append(torch.stack([h.float() for h in o.hidden_states[1:]]))
-        logits = o.logits[:, :-1].float()
-        total += float(torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), b[:, 1:].reshape(-1), reduction="sum"))
-        count += b[:, 1:].numel()
+    raw: list[torch.Tensor] = []
+    hook = _final_norm(model).register_forward_pre_hook(lambda mod, args: raw.append(args[0])) if before_final_norm else None
+    try:
+        for i in _bar(range(0, ids.shape[0], batch_size), progress, "hidden states"):
+            b = ids[i : i + batch_size].to(dev)
+            raw.clear()
+            o = model(input_ids=b, output_hidden_states=True, use_cache=False)
+            hs = list(o.hidden_states[1:])
+            if before_final_norm:
+                if len(raw) != 1:
+                    raise ValueError(f"model: its final norm ran {len(raw)} times in one forward pass, expected once")
+                hs[-1] = raw[0]
+            outs.append(torch.stack([h.float() for h in hs]))
+            logits = o.logits[:, :-1].float()
+            total += float(torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), b[:, 1:].reshape(-1), reduction="sum"))
+            count += b[:, 1:].numel()
+    finally:
+        if hook is not None:
+            hook.remove()
     return math.exp(total / count), torch.cat(outs, dim=1)
 
 
-def hidden_states(model, ids: torch.Tensor, *, batch_size: int = 4) -> torch.Tensor:
+def hidden_states(model, ids: torch.Tensor, *, batch_size: int = 4, before_final_norm: bool = False,
+                  progress: bool = False) -> torch.Tensor:
     """Hidden states after each decoder layer.
+
+    Parameters
+    ----------
+    model : a causal LM (peft-wrapped or not).
+    ids : (blocks, seq) long token ids.
+    batch_size : blocks per forward pass.
+    before_final_norm : bool
+        Hugging Face returns the last layer's state after the model's final norm (``norm``,
+        ``ln_f``); True replaces it by the residual stream entering that norm (read with a forward
+        pre-hook), so every entry is a raw residual-stream state, as paper A's drift (eq. 22) needs.
+    progress : show a progress bar over the batches.
 
     Returns
     -------
-    H : (L, blocks, seq, hidden) float tensor; ``H[l-1]`` is the output of layer ``l``
-        (the embeddings are dropped; the last entry is the model's final normed state).
+    H : (L, blocks, seq, hidden) float tensor; ``H[l-1]`` is the output of layer ``l`` (the
+        embeddings are dropped).
+
+    Examples
+    --------
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> _ = torch.manual_seed(0)
+    >>> m = LlamaForCausalLM(LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32,
+    ...     num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1)).eval()
+    >>> ids = torch.randint(32, (1, 6))
+    >>> raw, normed = hidden_states(m, ids, before_final_norm=True), hidden_states(m, ids)
+    >>> raw.shape, bool(torch.equal(raw[0], normed[0])), bool(torch.allclose(m.model.norm(raw[-1]), normed[-1]))
+    (torch.Size([2, 1, 6, 16]), True, True)
     """
-    return perplexity_and_hidden_states(model, ids, batch_size=batch_size)[1]
+    return perplexity_and_hidden_states(model, ids, batch_size=batch_size, before_final_norm=before_final_norm,
+                                        progress=progress)[1]
 
 
 # ---------------------------------------------------------------- LoRA
@@ -331,12 +403,21 @@ def random_subspace_alignment(d: int, r: int, samples: int, *, generator: torch.
     return d / r * (Q[:, 0, :] ** 2).sum(-1)  # u = e_1 by rotation invariance
 
 
-def relative_drift(H_new: torch.Tensor, H_base: torch.Tensor) -> torch.Tensor:
-    """Delta_l = ||H_l^new - H_l^base||_F / ||H_l^base||_F (paper A eq. 22).
+def relative_drift(H_new: torch.Tensor, H_base: torch.Tensor, *, skip_first: int = 1) -> torch.Tensor:
+    """Delta_l = ||H_l^new - H_l^base||_F / ||H_l^base||_F per layer (paper A eq. 22), positions
+    ``>= skip_first`` only.
+
+    .. math::
+
+        \\Delta_\\ell = \\frac{\\| H^{\\mathrm{new}}_\\ell - H^{\\mathrm{base}}_\\ell \\|_F}{\\| H^{\\mathrm{base}}_\\ell \\|_F}
 
     Parameters
     ----------
-    H_new, H_base : (L, ...) hidden states per layer.
+    H_new, H_base : (L, blocks, seq, hidden) hidden states per layer (:func:`hidden_states`).
+    skip_first : int
+        Leading positions left out. Position 0 of a Llama model is an attention sink whose state has
+        a norm hundreds of times the others': kept in, it makes the denominator and the drift measure
+        that one token (as in :func:`mean_token_cosine`).
 
     Returns
     -------
@@ -347,25 +428,49 @@ def relative_drift(H_new: torch.Tensor, H_base: torch.Tensor) -> torch.Tensor:
     >>> H = torch.randn(3, 2, 4, 5, generator=torch.Generator().manual_seed(0))
     >>> relative_drift(H, H).tolist()
     [0.0, 0.0, 0.0]
+    >>> G = H.clone(); G[:, :, 0] *= 100  # only the sink position moves
+    >>> relative_drift(G, H).tolist(), bool(relative_drift(G, H, skip_first=0).min() > 1)
+    ([0.0, 0.0, 0.0], True)
     """
     if H_new.shape != H_base.shape:
         raise ValueError(f"H_new and H_base must have the same shape, got {tuple(H_new.shape)} and {tuple(H_base.shape)}")
-    a = H_new.double().flatten(1)
-    b = H_base.double().flatten(1)
+    if H_base.ndim != 4:
+        raise ValueError(f"H_new and H_base must be (L, blocks, seq, hidden), got {H_base.ndim} dimensions")
+    if not 0 <= int(skip_first) < H_base.shape[2]:
+        raise ValueError(f"skip_first must be in [0, seq = {H_base.shape[2]}), got {skip_first}")
+    a = H_new[:, :, int(skip_first):].double().flatten(1)
+    b = H_base[:, :, int(skip_first):].double().flatten(1)
     return (a - b).norm(dim=1) / b.norm(dim=1)
 
 
 def bifurcation_depth(drift: torch.Tensor, tau: float = 0.2) -> int:
-    """b_tau = first layer l (1-based) with Delta_l > tau; L when none does (paper A eq. 23).
+    """b_tau = first layer l (1-based) with Delta_l > tau; ``L + 1`` when no layer exceeds tau.
+
+    Paper A (eq. 23) sets ``b_tau = L`` when none does, which cannot tell "no layer" from "only the
+    last layer"; here ``L + 1`` means "none", and ``min(b, L)`` is the paper's convention.
+
+    Parameters
+    ----------
+    drift : (L,) relative drift per layer (:func:`relative_drift`).
+    tau : float > 0, the tolerance.
+
+    Returns
+    -------
+    int in 1..L+1.
 
     Examples
     --------
     >>> bifurcation_depth(torch.tensor([0.0, 0.1, 0.3, 0.5]), 0.2), bifurcation_depth(torch.zeros(4))
-    (3, 4)
+    (3, 5)
+    >>> bifurcation_depth(torch.tensor([0.0, 0.0, 0.0, 0.5]))  # only the last layer: L, not "none"
+    4
     """
     tau = check_positive(tau, "tau")
+    drift = torch.as_tensor(drift)
+    if drift.ndim != 1 or drift.numel() < 1:
+        raise ValueError(f"drift must be a (L,) tensor with L >= 1, got shape {tuple(drift.shape)}")
     above = (drift > tau).nonzero()
-    return int(above[0, 0]) + 1 if len(above) else int(drift.shape[0])
+    return int(above[0, 0]) + 1 if len(above) else int(drift.shape[0]) + 1
 
 
 def train_lora(
@@ -376,25 +481,67 @@ def train_lora(
     batch_size: int,
     lr: float,
     generator: torch.Generator,
-    eval_every: int,
     evaluate: Callable[[Any, int], dict[str, Any]],
+    eval_every: int | None = None,
+    eval_steps: Sequence[int] | None = None,
+    schedule: str = "constant",
     autocast_bf16: bool = False,
     progress: bool = False,
 ) -> list[dict[str, Any]]:
     """Train the LoRA parameters of a peft ``model`` with AdamW on next-token loss.
 
-    ``train_ids : (blocks, seq)``; each step draws ``batch_size`` blocks with ``generator``.
-    ``evaluate(model, step)`` is called (in eval mode, no grad) at step 0, every ``eval_every``
-    steps and at the end; the list of its results is returned.
+    Parameters
+    ----------
+    model : a peft model (:func:`add_lora`); only its trainable parameters move.
+    train_ids : (blocks, seq) long; each step draws ``batch_size`` blocks with ``generator``.
+    steps, batch_size, lr : AdamW steps (no weight decay), blocks per step, learning rate.
+    evaluate : ``evaluate(model, step) -> dict``, called in eval mode without gradients at the
+        checkpoints: step 0, then every ``eval_every`` steps and at the end, or exactly the steps
+        ``eval_steps`` (each in 0..steps).
+    schedule : ``"constant"`` learning rate, or ``"linear"``: decayed linearly from ``lr`` at the
+        first step to ``lr / steps`` at the last (the Hugging Face Trainer's default, no warm-up).
+    progress : a progress bar over the steps.
+
+    Returns
+    -------
+    list of ``{"step": s, **evaluate(model, s)}``, one per checkpoint.
+
+    Examples
+    --------
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> _ = torch.manual_seed(0)
+    >>> m = add_lora(LlamaForCausalLM(LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32,
+    ...     num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1)), 2)
+    >>> h = train_lora(m, torch.randint(32, (4, 8)), steps=3, batch_size=2, lr=1e-2, eval_steps=(0, 3),
+    ...                generator=torch.Generator().manual_seed(0), evaluate=lambda m, s: {"norm": float(update_norm(m)[0])})
+    >>> [x["step"] for x in h], h[0]["norm"] == 0 < h[1]["norm"]
+    ([0, 3], True)
     """
     _check_ids(train_ids, "train_ids")
     check_generator(generator, torch.device("cpu"))
+    steps = int(steps)
+    if steps < 0 or int(batch_size) < 1:
+        raise ValueError(f"steps must be >= 0 and batch_size >= 1, got {steps}, {batch_size}")
+    if (eval_every is None) == (eval_steps is None):
+        raise ValueError("give exactly one of eval_every and eval_steps")
+    if eval_steps is not None:
+        checkpoints = sorted({int(s) for s in eval_steps})
+        if not checkpoints or checkpoints[0] < 0 or checkpoints[-1] > steps:
+            raise ValueError(f"eval_steps must lie in 0..steps = {steps}, got {tuple(eval_steps)}")
+    else:
+        if int(eval_every) < 1:
+            raise ValueError(f"eval_every must be >= 1, got {eval_every}")
+        checkpoints = sorted({0, steps, *range(int(eval_every), steps + 1, int(eval_every))})
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("model has no trainable parameters (wrap it with add_lora first)")
+    if schedule not in ("constant", "linear"):
+        raise ValueError(f"schedule must be 'constant' or 'linear', got {schedule!r}")
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: 1.0 - k / steps if schedule == "linear" else 1.0)
     dev = params[0].device
     history = []
+    wanted = set(checkpoints)
 
     def _eval(step: int) -> None:
         model.eval()
@@ -404,9 +551,10 @@ def train_lora(
 
     from tqdm.auto import tqdm
 
-    _eval(0)
+    if 0 in wanted:
+        _eval(0)
     model.train()
-    for step in tqdm(range(1, steps + 1), disable=not progress, desc="LoRA", leave=False):
+    for step in tqdm(range(1, steps + 1), disable=not progress, desc="LoRA steps", leave=False):
         idx = torch.randint(train_ids.shape[0], (batch_size,), generator=generator)
         b = train_ids[idx].to(dev)
         with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=autocast_bf16):
@@ -415,160 +563,11 @@ def train_lora(
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        if step % eval_every == 0 or step == steps:
+        sched.step()
+        if step in wanted:
             _eval(step)
     model.eval()
     return history
-
-
-# ---------------------------------------------------------------- spectra
-
-
-# Per-head query / key norms whose effect is a weight on each head coordinate (``w * x / rms(x)``):
-# the weight folds into Q_h, K_h; the per-token 1 / rms is a positive scalar that rescales the form.
-_FOLDABLE_QK_NORMS = ("Qwen3RMSNorm", "Qwen3MoeRMSNorm")
-
-
-def _lin(layer) -> torch.Tensor:
-    """A projection's weight as ``(out, in)`` float64 (GPT-2's Conv1D stores ``(in, out)``)."""
-    W = layer.weight.detach().double()
-    return W.T if type(layer).__name__ == "Conv1D" else W
-
-
-def _qk_norm_weight(mod, name: str, hd: int) -> torch.Tensor | None:
-    norm = getattr(mod, name, None)
-    if norm is None:
-        return None
-    kind = type(norm).__name__
-    w = getattr(norm, "weight", None)
-    if kind not in _FOLDABLE_QK_NORMS or w is None or tuple(w.shape) != (hd,):
-        raise ValueError(f"model: attention {name} of type {kind} is not supported: only per-head "
-                         f"{' / '.join(_FOLDABLE_QK_NORMS)} (weight of shape (head_dim,)) fold into the query-key form")
-    return w.detach().double()
-
-
-def _attention_weights(model) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """Per layer, in depth order, ``(W_Q, W_K, W_V, W_O)`` as ``(out, in)`` float64 matrices.
-
-    ``W_Q : (heads * hd, d)``, ``W_K``, ``W_V : (kv_heads * hd, d)``, rows grouped by head;
-    ``W_O : (d, heads * hd)``. Layouts: separate ``q_proj``/``k_proj``/``v_proj``/``o_proj``
-    (Llama, Mistral, Qwen; Qwen3's per-head ``q_norm``/``k_norm`` weights folded into ``W_Q``,
-    ``W_K``), BERT's ``query``/``key``/``value`` with ``output.dense``, GPT-2's fused ``c_attn``
-    (q, k, v blocks) and GPT-NeoX's fused ``query_key_value`` (q, k, v interleaved per head).
-    Anything else is refused with a ValueError naming the module.
-    """
-    h, kv, hd = _head_layout(model)
-    named = dict(model.named_modules())
-    out = []
-    for name, mod in named.items():
-        kind = type(mod).__name__
-        if all(hasattr(mod, a) for a in ("q_proj", "k_proj", "v_proj", "o_proj")):
-            Wq, Wk, Wv, Wo = (_lin(getattr(mod, a)) for a in ("q_proj", "k_proj", "v_proj", "o_proj"))
-            gq, gk = _qk_norm_weight(mod, "q_norm", hd), _qk_norm_weight(mod, "k_norm", hd)
-            if gq is not None:
-                Wq = (Wq.reshape(h, hd, -1) * gq[:, None]).reshape(h * hd, -1)
-            if gk is not None:
-                Wk = (Wk.reshape(kv, hd, -1) * gk[:, None]).reshape(kv * hd, -1)
-        elif name.endswith("attention.self") and all(hasattr(mod, a) for a in ("query", "key", "value")):
-            Wq, Wk, Wv = (_lin(getattr(mod, a)) for a in ("query", "key", "value"))
-            Wo = _lin(named[name[: -len("self")] + "output.dense"])
-        elif hasattr(mod, "c_attn") and kind.startswith("GPT2"):
-            if getattr(mod, "is_cross_attention", False):
-                raise ValueError(f"model: {name} is a cross-attention block; only self-attention is supported")
-            Wq, Wk, Wv = _lin(mod.c_attn).split(h * hd, dim=0)  # output = [q | k | v]
-            Wo = _lin(mod.c_proj)
-        elif hasattr(mod, "query_key_value") and kind.startswith("GPTNeoX"):
-            W = _lin(mod.query_key_value).reshape(h, 3, hd, -1)  # output viewed as (heads, 3 * hd): q, k, v per head
-            Wq, Wk, Wv = (W[:, i].reshape(h * hd, -1) for i in range(3))
-            Wo = _lin(mod.dense)
-        elif any(hasattr(mod, a) for a in ("query_key_value", "c_attn", "qkv_proj", "Wqkv", "W_pack")):
-            raise ValueError(f"model: the fused query-key-value layout of {name} ({kind}) is not supported; "
-                             "supported: q_proj/k_proj/v_proj/o_proj (Llama, Qwen, Mistral), BERT, GPT-2, GPT-NeoX")
-        else:
-            continue
-        out.append((Wq, Wk, Wv, Wo))
-    if not out:
-        raise ValueError("model: found no self-attention modules (q_proj/k_proj/v_proj/o_proj, BERT attention.self, "
-                         "GPT-2 c_attn or GPT-NeoX query_key_value)")
-    return out
-
-
-def _head_layout(model) -> tuple[int, int, int]:
-    cfg = model.config
-    h = cfg.num_attention_heads
-    kv = getattr(cfg, "num_key_value_heads", None) or h
-    hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // h
-    return h, kv, hd
-
-
-def value_head_matrices(model) -> torch.Tensor:
-    """Per-query-head value matrices ``V_h = W_V[kv(h)] W_O[:, h] : (layers, heads, hd, hd)`` float64.
-
-    ``W_O[:, h] W_V[kv(h)]`` is the head's output-value map on the residual stream (d x d, rank <= hd);
-    its nonzero eigenvalues are those of the (hd x hd) ``V_h`` returned here. With grouped key/value
-    heads (SmolLM2: 9 query, 3 kv heads), query head ``h`` reads kv head ``h // (heads / kv)`` as in
-    transformers' ``repeat_kv``. For BERT (no output projection inside ``attention.self``) the output
-    dense layer of ``attention.output`` is used. Layouts as in :func:`qk_head_matrices`.
-    """
-    h, kv, hd = _head_layout(model)
-    rep = h // kv
-    return torch.stack([
-        torch.stack([Wv[(j // rep) * hd : (j // rep + 1) * hd] @ Wo[:, j * hd : (j + 1) * hd] for j in range(h)])
-        for _, _, Wv, Wo in _attention_weights(model)])
-
-
-def qk_head_matrices(model) -> torch.Tensor:
-    """``A_h = K_h^T Q_h : (layers, heads, d, d)`` float64, so that <Q_h x, K_h y> = <A_h x, y>.
-
-    Rotary position embeddings (Llama) rotate Q and K by the relative position; ``A_h`` is the
-    bilinear form at relative position 0. Grouped kv heads are mapped as in :func:`value_head_matrices`.
-    Per-head query / key RMS norms (Qwen3's ``q_norm``, ``k_norm``) compute ``g * q / rms(q)``: their
-    weights ``g`` are folded into ``Q_h`` and ``K_h``, and the per-token factor ``1 / (rms(q) rms(k))``,
-    positive, is left out: it rescales the form without changing its rank or singular directions.
-    Fused layouts (GPT-2's ``c_attn``, GPT-NeoX's ``query_key_value``) are split as the models split
-    them; any other layout is refused with a ValueError.
-    """
-    h, kv, hd = _head_layout(model)
-    rep = h // kv
-    return torch.stack([
-        torch.stack([Wk[(j // rep) * hd : (j // rep + 1) * hd].T @ Wq[j * hd : (j + 1) * hd] for j in range(h)])
-        for Wq, Wk, _, _ in _attention_weights(model)])
-
-
-def qk_singular_values(model) -> tuple[torch.Tensor, torch.Tensor]:
-    """Singular values of ``A_h = K_h^T Q_h`` per head and of the layer sum ``A = sum_h A_h``.
-
-    With ``K_h^T = U_k R_k`` and ``Q_h^T = U_q R_q`` (thin QR, ``(d, hd)`` factors), ``A_h =
-    U_k (R_k R_q^T) U_q^T`` has the singular values of the small ``R_k R_q^T : (hd, hd)``: no d x d SVD.
-    ``A_h`` as in :func:`qk_head_matrices` (query / key norm weights folded in).
-
-    Returns
-    -------
-    (per_head : (layers, heads, hd), per_layer : (layers, d)) float64, descending.
-    """
-    h, kv, hd = _head_layout(model)
-    rep = h // kv
-    heads, layers = [], []
-    for Wq, Wk, _, _ in _attention_weights(model):
-        Wk = Wk.reshape(kv, hd, -1).repeat_interleave(rep, 0)  # (h, hd, d): kv head of each query head
-        Wq = Wq.reshape(h, hd, -1)
-        Rk = torch.linalg.qr(Wk.transpose(1, 2)).R
-        Rq = torch.linalg.qr(Wq.transpose(1, 2)).R
-        heads.append(torch.linalg.svdvals(Rk @ Rq.transpose(1, 2)))
-        layers.append(torch.linalg.svdvals(Wk.reshape(h * hd, -1).T @ Wq.reshape(h * hd, -1)))
-    return torch.stack(heads), torch.stack(layers)
-
-
-def numerical_rank(M: torch.Tensor, rtol: float = 1e-3) -> torch.Tensor:
-    """Number of singular values above ``rtol * sigma_max`` for each matrix in ``M : (..., m, n)``.
-
-    Examples
-    --------
-    >>> numerical_rank(torch.diag(torch.tensor([1.0, 0.5, 1e-6]))).item()
-    2
-    """
-    s = torch.linalg.svdvals(M)
-    return (s > rtol * s[..., :1]).sum(-1)
 
 
 # ---------------------------------------------------------------- layer repetition

@@ -1,0 +1,277 @@
+"""LoRA training runs as resumable parts (companion.llm.training) and the llm-training claims.
+
+Tiny random Llama models (seconds, CPU, nothing from the hub) for the runner, the checkpoint
+summaries and the Prop. 3.3 quantities; the bundled SmolLM2 (skipped without `make llm-assets`) for
+the experiment killed midway under `python -m companion run --out` and resumed.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from companion.llm import probes as P
+from companion.llm import training as T
+
+transformers = pytest.importorskip("transformers")
+
+
+def tiny_llama(seed: int = 0, layers: int = 3):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=layers,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    return LlamaForCausalLM(cfg).eval()
+
+
+def test_prop33_layers_match_the_theory_module():
+    # Second method: companion.theory.lora.spectral_perturbation on the dense symmetric pair (V^T V, dM).
+    from companion.theory.lora import spectral_perturbation
+
+    pm = P.add_lora(tiny_llama(), 3)
+    P.set_random_adapter(pm, 1.5, generator=torch.Generator().manual_seed(2))
+    q = T.prop33_layers(pm)
+    for i, layer in enumerate(P.lora_layers(pm)):
+        W = layer.base_layer.weight.detach().double()
+        Wt = W + P.lora_delta(layer)
+        sp = spectral_perturbation(W.T @ W, Wt.T @ Wt - W.T @ W)
+        for mine, theirs in (("gap", sp.gap), ("a", sp.a), ("b_norm", sp.b_norm), ("E_norm", sp.E_norm),
+                             ("margin", sp.margin), ("bound", sp.bound), ("u1_shift", sp.drift)):
+            assert q[mine][i] == pytest.approx(theirs, rel=1e-7, abs=1e-9), mine
+
+
+def test_drift_before_final_norm_and_without_the_sink():
+    m = tiny_llama()
+    ids = torch.randint(64, (2, 10), generator=torch.Generator().manual_seed(1))
+    raw = P.hidden_states(m, ids, before_final_norm=True)
+    normed = P.hidden_states(m, ids)
+    assert torch.equal(raw[:-1], normed[:-1]) and not torch.allclose(raw[-1], normed[-1])
+    with torch.no_grad():  # the last entry is what enters the final norm
+        assert torch.allclose(m.model.norm(raw[-1]), normed[-1], atol=1e-6)
+    moved = raw.clone()
+    moved[:, :, 0] += 1e3  # only position 0 changes
+    assert P.relative_drift(moved, raw).abs().max() == 0
+    assert P.relative_drift(moved, raw, skip_first=0).min() > 1
+    with pytest.raises(ValueError, match="skip_first"):
+        P.relative_drift(raw, raw, skip_first=10)
+
+
+def test_bifurcation_depth_tells_none_from_last_layer():
+    assert P.bifurcation_depth(torch.tensor([0.0, 0.1, 0.0])) == 4  # none above tau: L + 1
+    assert P.bifurcation_depth(torch.tensor([0.0, 0.1, 0.3])) == 3  # only the last layer: L
+    assert P.bifurcation_depth(torch.tensor([0.5, 0.1, 0.3])) == 1
+    with pytest.raises(ValueError, match="tau"):
+        P.bifurcation_depth(torch.zeros(3), 0.0)
+
+
+def test_train_lora_checkpoints_and_schedule():
+    seq = torch.arange(16).repeat(8, 1) % 64
+    pm = P.add_lora(tiny_llama(), 2, targets=("q_proj", "v_proj"))
+    lrs = []
+    hist = P.train_lora(pm, seq, steps=4, batch_size=2, lr=0.1, generator=torch.Generator().manual_seed(0),
+                        eval_steps=(0, 1, 4), schedule="linear",
+                        evaluate=lambda m, s: lrs.append(s) or {"n": float(P.update_norm(m).sum())})
+    assert [h["step"] for h in hist] == [0, 1, 4] == lrs
+    with pytest.raises(ValueError, match="eval_steps"):
+        P.train_lora(pm, seq, steps=4, batch_size=2, lr=0.1, generator=torch.Generator(), eval_steps=(5,),
+                     evaluate=lambda m, s: {})
+    with pytest.raises(ValueError, match="exactly one"):
+        P.train_lora(pm, seq, steps=4, batch_size=2, lr=0.1, generator=torch.Generator(), evaluate=lambda m, s: {})
+    with pytest.raises(ValueError, match="schedule"):
+        P.train_lora(pm, seq, steps=4, batch_size=2, lr=0.1, generator=torch.Generator(), eval_every=2,
+                     schedule="cosine", evaluate=lambda m, s: {})
+
+
+def _tiny_job(ids, H_base, calls, fail_at=None):
+    """compute(rank, seed) of a tiny model: a real LoRA run with the chapter's checkpoint summaries."""
+    held = {"model": tiny_llama()}
+
+    def compute(r, s):
+        calls.append((r, s))
+        if fail_at is not None and (r, s) == fail_at:
+            raise KeyboardInterrupt  # the job killed in the middle of this run
+        held["model"], arrays = T.train_run(
+            held["model"], r, s, train_ids=ids, targets=("q_proj", "v_proj"), steps=3, batch_size=2, lr=5e-2,
+            checkpoints=(0, 1, 3), evaluate=lambda m, step: T.checkpoint_summary(m, base_ids=ids[:2], new_ids=ids[2:4],
+                                                                                H_base=H_base))
+        return arrays
+
+    return compute
+
+
+def test_run_parts_resume_after_a_kill(tmp_path):
+    ids = torch.randint(64, (6, 12), generator=torch.Generator().manual_seed(3))
+    H = P.hidden_states(tiny_llama(), ids[:2], before_final_norm=True)
+    keys = [(1, 0), (2, 0), (1, 1)]
+    settings = {"steps": 3}
+    whole: list = []
+    ref = T.run_parts(keys, _tiny_job(ids, H, whole), tmp_path / "whole", settings=settings)
+    assert whole == keys
+    calls: list = []
+    with pytest.raises(KeyboardInterrupt):
+        T.run_parts(keys, _tiny_job(ids, H, calls, fail_at=(2, 0)), tmp_path / "parts", settings=settings)
+    assert sorted(p.name for p in (tmp_path / "parts").iterdir()) == ["r1-s0.json", "r1-s0.npz"]  # complete or absent
+    calls.clear()
+    got = T.run_parts(keys, _tiny_job(ids, H, calls), tmp_path / "parts", settings=settings)
+    assert calls == [(2, 0), (1, 1)]  # the finished part is read back, not recomputed
+    for k in keys:  # same seeds, same numbers, resumed or not
+        assert ref[k].keys() == got[k].keys()
+        for name in ref[k]:
+            np.testing.assert_array_equal(ref[k][name], got[k][name], err_msg=f"{k} {name}")
+    st = T.stack_seeds(got, 1)
+    assert st["seeds"].tolist() == [0, 1] and st["drift"].shape == (2, 3, 3) and st["step"].tolist() == [0, 1, 3]
+    assert (st["b_tau"][:, 0] == 4).all()  # step 0: the untrained adapter, no layer above tau (L + 1)
+
+
+def test_a_half_written_or_stale_part_is_recomputed(tmp_path):
+    calls: list = []
+
+    def work(r, s):
+        calls.append((r, s))
+        return {"x": np.arange(3) * r}
+
+    T.run_parts([(1, 0), (2, 0)], work, tmp_path, settings={"steps": 3})
+    T.part_path(tmp_path, 2, 0).with_suffix(".json").unlink()  # killed between the .npz and its JSON
+    T.run_parts([(1, 0), (2, 0)], work, tmp_path, settings={"steps": 3})
+    assert calls == [(1, 0), (2, 0), (2, 0)]
+    T.run_parts([(1, 0)], work, tmp_path, settings={"steps": 4})  # other settings: not the same run
+    assert calls[-1] == (1, 0) and len(calls) == 4
+    T.part_path(tmp_path, 1, 0).write_bytes(b"garbage")  # changed after it was sealed
+    T.run_parts([(1, 0)], work, tmp_path, settings={"steps": 4})
+    assert len(calls) == 5
+    with pytest.raises(ValueError, match="each"):
+        T.run_parts([(1, 0), (1, 0)], work, tmp_path, settings={})
+
+
+def test_intervals_against_scipy():
+    from scipy import stats
+
+    x = np.array([0.1, 0.4, 0.35, 0.8, 0.9, 1.3, 0.2])
+    y = np.array([1.0, 1.5, 1.2, 2.6, 2.2, 3.1, 1.4])
+    r, lo, hi = T.pearson_interval(x, y)
+    ci = stats.pearsonr(x, y).confidence_interval(0.95)  # Fisher z, as scipy computes it
+    assert (r, lo, hi) == pytest.approx((stats.pearsonr(x, y).statistic, ci.low, ci.high), rel=1e-9)
+    m, h = T.mean_interval(np.array([[1.0, 2.0], [2.0, 4.0], [4.0, 9.0]]))
+    want = stats.t.ppf(0.975, 2) * np.array([1.5275252, 3.6055513]) / math.sqrt(3)
+    np.testing.assert_allclose(h, want, rtol=1e-4)
+    assert np.isnan(T.mean_interval(np.ones((1, 2)))[1]).all()
+    with pytest.raises(ValueError, match="n >= 4"):
+        T.pearson_interval([1, 2, 3], [1, 2, 3])
+
+
+# ---------------------------------------------------------------- claims on synthetic stacked runs
+
+
+def _run(rng, *, seeds=3, C=5, L=30, scale=1.0, forget=0.3, align_end=1.6, b_end=10, fall=0.3, noise=0.02):
+    """A stacked run of one rank: norms growing over checkpoints, forgetting ~ norm, alignment rising."""
+    t = np.linspace(0, 1, C)
+    norm = scale * np.outer(np.ones(seeds), t)[..., None] * np.ones(L) / math.sqrt(L)
+    ppl_base = 20 * np.exp(forget * scale * t * (1 + noise * rng.standard_normal((seeds, C))))
+    ppl_base[:, 0] = 20
+    align = np.ones((seeds, C, L)) * (1 + (align_end - 1) * t)[None, :, None] + noise * rng.standard_normal((seeds, C, L))
+    align[:, 0] = 1 + 0.05 * rng.standard_normal((seeds, L))
+    b = np.full((seeds, C), L + 1)
+    b[:, 1:] = np.linspace(L + 1, b_end, C - 1).round()
+    drift = np.ones((seeds, C, L)) * (0.3 * forget * scale * t)[None, :, None] * (1 + noise * rng.standard_normal((seeds, 1, 1)))
+    return {"step": np.arange(C), "norm_layers": norm, "ppl_base": ppl_base, "ppl_new": 50 * (1 - fall * t) * np.ones((seeds, 1)),
+            "align": align, "drift": drift, "b_tau": b}
+
+
+def _statuses(res):
+    from companion.experiments import llm_probes as lp
+
+    return {c.id: c.status for c in lp.training_claims(res, lp.TrainingConfig())}
+
+
+@pytest.fixture
+def synthetic():
+    rng = np.random.default_rng(0)
+    return {"runs": {1: _run(rng, forget=0.2, b_end=25), 4: _run(rng, forget=0.45, b_end=20)}, "layers": 30, "d": 576}
+
+
+def test_training_claims_pass_on_a_model_that_behaves_as_the_paper_says(synthetic):
+    assert set(_statuses(synthetic).values()) == {"reproduced"}
+
+
+def test_training_claims_change_with_the_measurement(synthetic):
+    rng = np.random.default_rng(1)
+    runs = synthetic["runs"]
+    same = dict(synthetic, runs={1: runs[1], 4: _run(rng, forget=0.2, b_end=20)})  # equal forgetting per norm
+    assert _statuses(same)["A-fig3-rank-matters-smollm2"] == "not-reproduced"
+    flat = dict(synthetic, runs={r: dict(run, align=np.full_like(run["align"], 0.9)) for r, run in runs.items()})  # below random
+    s = _statuses(flat)
+    assert s["A-align-random-baseline"] == "not-reproduced" and s["A-fig4-alignment-above-one-smollm2"] == "not-reproduced"
+    barely = dict(synthetic, runs={r: dict(run, align=run["align"] * 0 + 1.004) for r, run in runs.items()})
+    assert _statuses(barely)["A-align-random-baseline"] == "partly"  # above 1, within its error: cannot decide
+    stuck = dict(synthetic, runs={r: dict(run, b_tau=np.full_like(run["b_tau"], 31)) for r, run in runs.items()})
+    assert _statuses(stuck)["A-fig6-bifurcation-depth-smollm2"] == "not-reproduced"  # no layer above tau (L + 1)
+    last = dict(synthetic, runs={r: dict(run, b_tau=np.full_like(run["b_tau"], 30)) for r, run in runs.items()})
+    assert _statuses(last)["A-fig6-bifurcation-depth-smollm2"] == "partly"  # the last layer only, never earlier
+    falling = dict(synthetic, runs={r: dict(run, ppl_base=run["ppl_base"][:, ::-1].copy()) for r, run in runs.items()})
+    assert _statuses(falling)["A-fig3-forgetting-vs-norm-smollm2"] == "not-reproduced"
+    anti = dict(synthetic, runs={r: dict(run, drift=run["drift"][::-1, :, :] * 0 + np.array([3.0, 2.0, 1.0])[:, None, None]
+                                          / (1 + 10 * (r == 4)))
+                                 for r, run in runs.items()})
+    assert _statuses(anti)["A-drift-forgetting-correlation-smollm2"] == "not-reproduced"
+
+
+def test_training_claims_need_runs_that_learned(synthetic):
+    lazy = dict(synthetic, runs={**synthetic["runs"], 4: dict(synthetic["runs"][4], ppl_new=np.full((3, 5), 50.0))})
+    assert set(_statuses(lazy).values()) == {"not-checkable"}
+
+
+def test_training_claims_on_one_seed_and_two_runs(synthetic):
+    one = dict(synthetic, runs={r: {k: (v if k == "step" else v[:1]) for k, v in run.items()} for r, run in synthetic["runs"].items()})
+    s = _statuses(one)
+    assert s["A-drift-forgetting-correlation-smollm2"] == "not-checkable"  # two runs: no interval
+    assert s["A-fig3-rank-matters-smollm2"] == "reproduced"
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    from companion.llm import assets
+
+    try:
+        assets.smollm2_path(prepare=False)
+        for name in assets.CORPORA:
+            assets.corpus_text(name, "heldout", prepare=False)
+    except FileNotFoundError as e:
+        pytest.skip(f"LLM assets not prepared: {e}")
+
+
+TINY = {"eval_blocks": 1, "block_len": 16, "train_blocks": 4, "train_block_len": 16, "ranks": (1, 2), "seeds": (0,),
+        "steps": 2, "batch_size": 1, "checkpoints": (0, 2)}
+
+
+def test_llm_training_resumes_under_run_out(bundled, tmp_path, monkeypatch):
+    # `python -m companion run llm-training --out DIR` keeps one part per run in DIR/llm-training/parts/;
+    # killed in the second run, it resumes from the first part and assembles the same result.
+    from companion import runs
+    from companion.experiments import llm_probes as lp
+
+    real, calls = T.train_run, []
+
+    def killed_in_second(model, r, s, **kw):
+        calls.append((r, s))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(model, r, s, **kw)
+
+    monkeypatch.setattr(T, "train_run", killed_in_second)
+    with pytest.raises(KeyboardInterrupt):
+        runs.run_experiment("llm-training", "fast", out=tmp_path, params=TINY, figure=False)
+    parts = tmp_path / "llm-training" / "parts"
+    assert sorted(p.name for p in parts.iterdir()) == ["r1-s0.json", "r1-s0.npz"]
+    calls.clear()
+    monkeypatch.setattr(T, "train_run", lambda *a, **kw: calls.append(a[1:3]) or real(*a, **kw))
+    path = runs.run_experiment("llm-training", "fast", out=tmp_path, params=TINY, figure=False)
+    assert calls == [(2, 0)]
+    result, meta = runs._load_from(tmp_path, "llm-training", "fast")
+    assert path.exists() and meta["config"]["params"]["ranks"] == [1, 2]
+    fresh = lp.llm_training(**TINY)  # in memory, nothing stored
+    for r in (1, 2):
+        for k in ("ppl_base", "ppl_new", "drift", "align", "margin", "b_tau"):
+            np.testing.assert_array_equal(np.asarray(result["runs"][r][k]), fresh["runs"][r][k], err_msg=f"r={r} {k}")
