@@ -46,6 +46,7 @@ def _tiny_book(tmp: Path, code: str) -> Path:
     book = tmp / "book"
     (book / "chapters").mkdir(parents=True)
     shutil.copy(ROOT / "book" / "_config.yml", book / "_config.yml")
+    shutil.copy(ROOT / "book" / "references.bib", book / "references.bib")  # bibtex_bibfiles in _config.yml
     shutil.copytree(ROOT / "book" / "_ext", book / "_ext")
     shutil.copytree(ROOT / "book" / "_scripts", book / "_scripts")  # the figure settings extension (companion_figures)
     (book / "_vendor").mkdir()  # html_extra_path must exist

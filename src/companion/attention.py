@@ -6,6 +6,9 @@ For tokens ``x_1..x_n`` the field at token ``i`` is ``sum_j w_ij V x_j`` with
   ``<A x_i, x_j> = <Q x_i, K x_j>``);
 * ``usa`` (the unnormalised model of Bruno et al.): ``w_ij = exp(beta <A x_i, x_j>) / n``.
 
+With ``causal=True`` token ``i`` attends to tokens ``j <= i`` only (masked, decoder-style attention):
+the sums run over ``j <= i`` and, for softmax, so does the normalisation; usa keeps its ``1/n``.
+
 Everything is batched over a leading ``trials`` axis. Scores are shifted by their row maximum
 (log-sum-exp) so large ``beta`` neither overflows nor produces NaN. For large ``n`` the field is
 evaluated in blocks of queries, so memory grows linearly in ``n``; on CUDA the softmax field can go
@@ -55,6 +58,18 @@ def _weighted_values(w: torch.Tensor, vop: tuple[torch.Tensor, bool]) -> torch.T
     return torch.matmul(op, _mT(w)).transpose(-1, -2) if transposed else torch.matmul(w, op)
 
 
+def _causal_mask(rows: int, cols: int, first: int, device: torch.device) -> torch.Tensor:
+    """(rows, cols) bool mask, True where key j lies after query ``first + r`` (j > first + r).
+
+    Examples
+    --------
+    >>> _causal_mask(2, 3, 1, torch.device("cpu")).int()
+    tensor([[0, 0, 1],
+            [0, 0, 0]], dtype=torch.int32)
+    """
+    return torch.ones(rows, cols, dtype=torch.bool, device=device).triu_(first + 1)
+
+
 def _attend_block(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -62,12 +77,18 @@ def _attend_block(
     beta: float,
     normalization: str,
     bufs: tuple[torch.Tensor, torch.Tensor] | None = None,
+    causal_from: int | None = None,
 ) -> torch.Tensor:
     """Dense attention for a block of queries. q: (T, b, d), k: (T, n, d), vop = _values_operand(v)
     with v: (T, n, e) -> (T, b, e). ``bufs``: two (T, b, n) workspaces for the scores and the
-    weights (the blocked path reuses them; no autograd through them)."""
+    weights (the blocked path reuses them; no autograd through them). ``causal_from``: the index of
+    the block's first query when the attention is causal (query i sees keys j <= i), else None."""
     # scaling the (T, b, d) queries saves a pass over the (T, b, n) scores
     s = torch.matmul(q * beta, _mT(k)) if bufs is None else torch.matmul(q * beta, _mT(k), out=bufs[0])
+    if causal_from is not None:
+        # e^-inf = 0: masked keys get no weight; the diagonal is never masked, so no row is empty
+        mask = _causal_mask(q.shape[-2], k.shape[-2], causal_from, q.device)
+        s = s.masked_fill(mask, -math.inf) if bufs is None else s.masked_fill_(mask, -math.inf)
     if normalization == "softmax":
         # torch's fused softmax subtracts the row maximum itself (stable for any beta) in one pass
         w = torch.softmax(s, dim=-1) if bufs is None else torch.softmax(s, dim=-1, out=bufs[1])
@@ -107,7 +128,13 @@ def _usa_overflow(beta: float, log_weight: float, dtype: torch.dtype) -> str:
 
 
 def tangent_project(X: torch.Tensor, F: torch.Tensor) -> torch.Tensor:
-    """``P_x F = F - <F, x> x`` token by token. X, F: (trials, n, d) -> (trials, n, d).
+    r"""``P_x F = F - <F, x> x`` token by token. X, F: (trials, n, d) -> (trials, n, d).
+
+    .. math::
+
+        \mathbf P_{x_i} F_i = F_i - \langle F_i, x_i\rangle\, x_i,
+
+    the projection on the tangent space of the sphere at a unit token :math:`x_i`.
 
     Examples
     --------
@@ -131,8 +158,7 @@ def _fused_refusal(X: torch.Tensor, A: torch.Tensor | None, V: torch.Tensor | No
 def _fused_applies(X: torch.Tensor, A: torch.Tensor | None, V: torch.Tensor | None) -> bool:
     """Whether "auto" takes the fused kernel: it can (:func:`_fused_refusal`), numba is installed, d <= _FUSED_MAX_D.
 
-    Its scores are scalar loops over d: at d = 16 torch's GEMMs win (1.35 against 0.86 ms for one
-    trial of 1000 tokens), at d <= 8 the kernel does (1.7-5x over the shapes measured)."""
+    Its scores are scalar loops over d, so torch's GEMMs win in higher dimension (see _FUSED_MAX_D)."""
     return _fused.HAVE_NUMBA and X.shape[-1] <= _FUSED_MAX_D and _fused_refusal(X, A, V) is None
 
 
@@ -156,11 +182,15 @@ def _fused_field(X: torch.Tensor, A: torch.Tensor | None, V: torch.Tensor | None
 
 
 _SDPA_FUSED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+# Measured on the 2-core development machine (2026-11-30): at d = 16 torch's GEMMs beat the fused kernel
+# (0.86 against 1.35 ms for one trial of 1000 tokens); at d <= 8 the kernel wins, 1.7-5x over the shapes
+# measured (bench/ensemble.py times the d = 3 ensemble; bench/results/cpu-2026-11-30).
 _FUSED_MAX_D = 8
 
 
-def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: float) -> torch.Tensor:
+def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: float, causal: bool = False) -> torch.Tensor:
     """torch's fused attention with ``scale=beta``. q: (T, n, d), k: (T, m, d), v: (T, m, e) -> (T, n, e).
+    ``causal``: query i sees keys j <= i (torch's ``is_causal``, aligned at the first token).
 
     The fused kernels accept 4-D (batch, heads, length, dim) inputs only (3-D ones silently go
     to the math kernel, which holds the whole (T, n, m) score matrix), and some want the head
@@ -172,7 +202,8 @@ def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: float) -> tor
         return torch.nn.functional.pad(x, (0, r)) if r else x
 
     e = v.shape[-1]
-    out = torch.nn.functional.scaled_dot_product_attention(pad(q)[:, None], pad(k)[:, None], pad(v)[:, None], scale=beta)
+    out = torch.nn.functional.scaled_dot_product_attention(pad(q)[:, None], pad(k)[:, None], pad(v)[:, None], scale=beta,
+                                                           is_causal=causal)
     return out[:, 0, :, :e]
 
 
@@ -185,8 +216,17 @@ def attend(
     normalization: str = "softmax",
     backend: str = "auto",
     block_elements: int = DEFAULT_BLOCK_ELEMENTS,
+    causal: bool = False,
 ) -> torch.Tensor:
-    """Generic attention ``sum_j w_ij v_j`` with ``w_ij`` from scores ``beta <q_i, k_j>``.
+    r"""Generic attention ``sum_j w_ij v_j`` with ``w_ij`` from scores ``beta <q_i, k_j>``.
+
+    .. math::
+
+        \mathrm{out}_i = \sum_{j=1}^m w_{ij} v_j, \qquad
+        w_{ij} = \frac{e^{\beta\langle q_i, k_j\rangle}}{\sum_{l=1}^m e^{\beta\langle q_i, k_l\rangle}}
+        \ (\text{softmax}) \quad \text{or} \quad \frac{e^{\beta\langle q_i, k_j\rangle}}{m} \ (\text{usa}),
+
+    the sums running over :math:`j \le i` when ``causal``.
 
     Parameters
     ----------
@@ -198,6 +238,9 @@ def attend(
         (sdpa on CUDA for large problems, blocked when the dense matrix would exceed
         ``block_elements``, dense otherwise). The self-attention field has one more, ``"fused"``
         (:func:`field_unchecked`).
+    block_elements : int, most scores the blocked backend holds at once.
+    causal : bool, query ``i`` attends to keys ``j <= i`` only (needs m >= n: the first n keys
+        sit at the queries' own positions).
 
     Returns
     -------
@@ -209,13 +252,23 @@ def attend(
     >>> attend(q, k, k, beta=1.0).round(decimals=4)
     tensor([[[0.7311, 0.2689],
              [0.2689, 0.7311]]], dtype=torch.float64)
+
+    Causal: the first query sees only the first key.
+
+    >>> attend(q, k, k, beta=1.0, causal=True).round(decimals=4)
+    tensor([[[1.0000, 0.0000],
+             [0.2689, 0.7311]]], dtype=torch.float64)
     """
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
     T, n, _ = q.shape
     m = k.shape[-2]
+    if causal and m < n:
+        raise ValueError(f"causal attention needs at least as many keys as queries, got {m} keys for {n} queries")
     if backend == "auto":
         # Fused CUDA kernels (flash, memory-efficient) take half/bfloat16/float32 only; float64 would
         # fall back to the math kernel, which materialises every score, so it stays blocked.
@@ -228,12 +281,12 @@ def attend(
     if backend == "sdpa":
         if normalization != "softmax":
             raise ValueError("backend='sdpa' supports normalization='softmax' only")
-        return _sdpa(q, k, v, beta)
+        return _sdpa(q, k, v, beta, causal)
     if backend == "fused":
         raise ValueError("backend='fused' computes the self-attention field (attention_field, the models), not attend(q, k, v)")
     vop = _values_operand(v)
     if backend == "dense":
-        return _attend_block(q, k, vop, beta, normalization)
+        return _attend_block(q, k, vop, beta, normalization, causal_from=0 if causal else None)
     b = max(1, block_elements // max(1, T * m))
     # Each block's result goes straight into one preallocated output. Holding the small results in a
     # list for a final torch.cat interleaves long-lived small allocations with the freed score blocks,
@@ -248,7 +301,7 @@ def attend(
     for i in range(0, n, b):
         r = min(b, n - i)
         bufs = None if full is None else (full[0][:, :r], full[1][:, :r])
-        out[:, i : i + r] = _attend_block(q[:, i : i + r], k, vop, beta, normalization, bufs)
+        out[:, i : i + r] = _attend_block(q[:, i : i + r], k, vop, beta, normalization, bufs, i if causal else None)
     return out
 
 
@@ -261,8 +314,19 @@ def attention_field(
     normalization: str = "softmax",
     backend: str = "auto",
     block_elements: int = DEFAULT_BLOCK_ELEMENTS,
+    causal: bool = False,
 ) -> torch.Tensor:
-    """Self-attention field ``B[mu_X](x_i) = sum_j w_ij V x_j`` at every token.
+    r"""Self-attention field ``B[mu_X](x_i) = sum_j w_ij V x_j`` at every token.
+
+    .. math::
+
+        B[\mu_X](x_i) = \sum_{j=1}^n w_{ij}\, V x_j, \qquad
+        w_{ij} = \frac{e^{\beta \langle A x_i, x_j\rangle}}{\sum_{k=1}^n e^{\beta \langle A x_i, x_k\rangle}}
+        \ (\text{softmax}), \qquad
+        w_{ij} = \frac{e^{\beta \langle A x_i, x_j\rangle}}{n} \ (\text{usa}),
+
+    with ``A = K^T Q`` (so :math:`\langle A x_i, x_j\rangle = \langle Q x_i, K x_j\rangle`); with
+    ``causal=True`` both sums run over :math:`j \le i` only.
 
     Parameters
     ----------
@@ -270,7 +334,7 @@ def attention_field(
     A : (d, d) or (trials, d, d), the bilinear form of the scores, ``A = K^T Q``; identity if None.
     V : (d, d) or (trials, d, d), the value matrix; identity if None.
     beta : inverse temperature, > 0.
-    normalization, backend, block_elements : see :func:`attend`.
+    normalization, backend, block_elements, causal : see :func:`attend`.
 
     Returns
     -------
@@ -297,7 +361,8 @@ def attention_field(
     d = X.shape[-1]
     A = None if A is None else check_trials(check_matrix(A, d, "A", like=X), X.shape[0], "A")
     V = None if V is None else check_trials(check_matrix(V, d, "V", like=X), X.shape[0], "V")
-    return field_unchecked(X, A, V, beta, normalization=normalization, backend=backend, block_elements=block_elements)
+    return field_unchecked(X, A, V, beta, normalization=normalization, backend=backend, block_elements=block_elements,
+                           causal=causal)
 
 
 def field_unchecked(
@@ -310,13 +375,23 @@ def field_unchecked(
     backend: str = "auto",
     block_elements: int = DEFAULT_BLOCK_ELEMENTS,
     project: bool = False,
+    causal: bool = False,
 ) -> torch.Tensor:
-    """:func:`attention_field` without the argument checks, for callers that validated once.
+    r""":func:`attention_field` without the argument checks, for callers that validated once.
+
+    .. math::
+
+        F_i = \sum_j w_{ij}\, V x_j \quad \text{or, with project,} \quad
+        F_i = \mathbf P_{x_i} \sum_j w_{ij}\, V x_j,
+
+    with the weights of :func:`attention_field`.
 
     The integrators call the field thousands of times on states they produced themselves; scanning
     X, A and V for NaN and checking shapes on every call costs 10-20 % of a small ensemble's field.
     X: (trials, n, d); A, V: (d, d), (trials, d, d) or None, already on X's device and dtype.
     ``project``: return the field projected on the tangent space at each token (the sphere models).
+    ``causal``: token i attends to tokens j <= i only (see :func:`attend`; the fused kernel has no
+    mask, so ``"auto"`` then takes the torch path and ``"fused"`` is refused).
 
     Besides :func:`attend`'s backends, ``backend="fused"`` (CPU, float32, numba; no autograd) computes
     the queries A x_i, the scores, their exponentials, the weighted sums of V x_j and the projection
@@ -331,7 +406,9 @@ def field_unchecked(
     >>> torch.equal(field_unchecked(X, None, None, 1.0), attention_field(X, beta=1.0))
     True
     """
-    if backend == "fused" or (backend == "auto" and _fused_applies(X, A, V)):
+    if backend == "fused" and causal:
+        raise ValueError("backend='fused' has no causal mask; use 'auto', 'dense', 'blocked' or 'sdpa'")
+    if backend == "fused" or (backend == "auto" and not causal and _fused_applies(X, A, V)):
         out = _fused_field(X, A, V, beta, normalization, project)
         if out is not None:
             return out
@@ -343,5 +420,5 @@ def field_unchecked(
         v = q
     else:
         v = torch.matmul(X, _mT(V))
-    out = attend(q, X, v, beta, normalization=normalization, backend=backend, block_elements=block_elements)
+    out = attend(q, X, v, beta, normalization=normalization, backend=backend, block_elements=block_elements, causal=causal)
     return tangent_project(X, out) if project else out

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import torch
 
 from ._validate import check_count, check_positive
-from .models import Model, Sphere, check_model
+from .models import Model, MultiHead, Sphere, check_model
 
 __all__ = ["simulate", "Solution", "METHODS", "STABILITY_LIMITS", "HARD_FACTOR", "StabilityWarning", "stability_number"]
 
@@ -140,7 +140,8 @@ def _largest_step(t0: float, times: list[float], counts: list[float]) -> float:
 
 def stability_number(model: Any, h: float) -> float | None:
     r"""The fixed step ``h`` against the field's scale, ``h * Lambda``, for a :class:`~companion.models.Sphere`
-    model (None for any other model: no bound is derived for it).
+    model, or a :class:`~companion.models.MultiHead` of them (None for any other model: no bound is
+    derived for it).
 
     .. math::
 
@@ -148,6 +149,9 @@ def stability_number(model: Any, h: float) -> float | None:
         W = e^{\beta \|A\|_2} \ (\text{usa}),
 
     with ``||.||_2`` the spectral norm (A or V None: the identity; per-trial matrices: the largest).
+    For a :class:`~companion.models.MultiHead` the heads' :math:`\Lambda_h` add (divided by H for
+    ``combine="mean"``): the linearisation of a sum of fields is the sum of theirs, and the bound
+    below holds for each.
 
     Derivation. Token i moves by :math:`F_i = P_{x_i} m_i`, :math:`m_i = \sum_j w_{ij} V x_j`,
     :math:`P_x = I - x x^\top`, all :math:`|x_j| = 1`; the weights sum to :math:`W_i = \sum_j w_{ij}
@@ -179,7 +183,15 @@ def stability_number(model: Any, h: float) -> float | None:
     2.7183
     >>> stability_number(Euclidean(), 0.5) is None
     True
+    >>> from companion.models import MultiHead
+    >>> stability_number(MultiHead((Sphere(), Sphere(V=2 * torch.eye(3)))), 0.5)  # 0.5 * 2 * (1 + 2)
+    3.0
     """
+    if isinstance(model, MultiHead):
+        parts = [stability_number(head, h) for head in model.heads]
+        if any(p is None for p in parts):
+            return None
+        return sum(parts) / len(parts) if model.combine == "mean" else sum(parts)
     if not isinstance(model, Sphere):
         return None
 
@@ -199,8 +211,9 @@ def _check_stability(model: Any, method: str, h: float, dt: float) -> None:
     if number is None or h == 0.0:
         return
     limit = STABILITY_LIMITS[method]
-    what = (f"the {method} step h = {h:.3g} (dt = {dt:g}) against this Sphere model's scale: "
-            f"h * 2 ||V||_2 * W = {number:.3g} (W = 1 for softmax, e^(beta ||A||_2) for usa)")
+    scale = "summed over the heads " if isinstance(model, MultiHead) else ""
+    what = (f"the {method} step h = {h:.3g} (dt = {dt:g}) against this {type(model).__name__} model's scale: "
+            f"h * 2 ||V||_2 * W {scale}= {number:.3g} (W = 1 for softmax, e^(beta ||A||_2) for usa)")
     if number > HARD_FACTOR * limit:
         raise ValueError(f"simulate: {what} > {HARD_FACTOR * limit:g}, the hard limit ({HARD_FACTOR:g} x {method}'s "
                          f"stability limit {limit:g}); use dt <= {h * limit / number:.3g}")
@@ -238,7 +251,16 @@ def simulate(
     max_steps: int = 10_000_000,
     progress: bool = False,
 ) -> Solution:
-    """Integrate ``dX/dt = model.vector_field(t, X)`` from ``t0`` to ``t1``.
+    r"""Integrate ``dX/dt = model.vector_field(t, X)`` from ``t0`` to ``t1``.
+
+    .. math::
+
+        \frac{dX}{dt} = F(t, X), \quad X(t_0) = x_0, \qquad
+        X_{k+1} = \mathcal R\big(\Phi_h(t_k, X_k)\big),
+
+    with :math:`\Phi_h` one step of the method and :math:`\mathcal R` the retraction
+    :math:`x_i \mapsto x_i / \lVert x_i\rVert` for a model with ``on_sphere`` (the identity
+    otherwise).
 
     Parameters
     ----------

@@ -17,9 +17,15 @@ model                           paper and equation
 :class:`Sphere`                 A eq. (8) (post-LayerNorm); B eq. (1) with A = B^T; C eq. (2.2)
                                 with A = V; D's SA (softmax) and USA (1/n) models with A = V = I
 :class:`ZeroTemperature`        B eq. (3): the beta -> infinity limit, x' = P_x M x / |B^T x|
+:class:`MultiHead`              several heads on the same tokens, fields summed or averaged
 :class:`LayerMap`               A eq. (18): x <- N(x + (1/L) B_l[mu](x)), one step per layer
                                 (a map, run by :func:`iterate_layers`, not by ``simulate``)
 ==============================  =================================================================
+
+The attention models (:class:`Euclidean`, :class:`Rescaled`, :class:`Sphere`) take
+``causal=True`` for masked attention, token i attending to tokens j <= i only. Your own model needs
+no base class: any object with the four members of :class:`Model` runs in ``simulate`` (the book's
+chapter "Your own dynamics" writes one).
 """
 from __future__ import annotations
 
@@ -42,6 +48,7 @@ __all__ = [
     "Sphere",
     "ZeroTemperature",
     "LayerMap",
+    "MultiHead",
     "tangent_project",
     "tangent_basis",
     "tangent_jacobian",
@@ -153,11 +160,14 @@ class _AttentionModel:
     beta: float = 1.0
     normalization: str = "softmax"
     backend: str = "auto"
+    causal: bool = False
 
     on_sphere: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "beta", check_beta(check_real(self.beta, "beta")))
+        if not isinstance(self.causal, bool):
+            raise TypeError(f"causal must be True or False, got {self.causal!r}")
         if self.normalization not in NORMALIZATIONS:
             raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {self.normalization!r}")
         if self.backend not in BACKENDS:
@@ -183,12 +193,27 @@ class _AttentionModel:
         (:meth:`validate`) and casts its parameters to x0's device and dtype (:meth:`cast`)."""
         A = _params_like(self.A, X, "A")
         V = A if self.V is self.A else _params_like(self.V, X, "V")
-        return field_unchecked(X, A, V, self.beta, normalization=self.normalization, backend=self.backend, project=project)
+        return field_unchecked(X, A, V, self.beta, normalization=self.normalization, backend=self.backend, project=project,
+                               causal=self.causal)
 
 
 @dataclasses.dataclass(frozen=True)
 class Euclidean(_AttentionModel):
-    """Paper A eq. (6): ``x_i' = sum_j softmax_j(beta <A x_i, x_j>) V x_j`` in R^d.
+    r"""Paper A eq. (6): ``x_i' = sum_j softmax_j(beta <A x_i, x_j>) V x_j`` in R^d.
+
+    .. math::
+
+        \dot x_i = \sum_{j=1}^n \frac{e^{\beta\langle A x_i, x_j\rangle}}{\sum_{k=1}^n e^{\beta\langle A x_i, x_k\rangle}}\, V x_j,
+        \qquad A = K^\top Q .
+
+    Parameters
+    ----------
+    A : (d, d) or (trials, d, d), the score form ``K^T Q``; identity if None.
+    V : (d, d) or (trials, d, d), the value matrix; identity if None.
+    beta : inverse temperature, > 0.
+    normalization : ``"softmax"`` or ``"usa"`` (weights divided by n, not by their sum).
+    backend : how the field is computed (:func:`companion.attention.attend`).
+    causal : token i attends to tokens j <= i only (both sums over j <= i).
 
     Examples
     --------
@@ -203,8 +228,17 @@ class Euclidean(_AttentionModel):
 
 @dataclasses.dataclass(frozen=True)
 class Rescaled(_AttentionModel):
-    """Paper A eq. (7): ``z = e^{-tV} x`` obeys ``z_i' = sum_j w_ij(t) V (z_j - z_i)``,
+    r"""Paper A eq. (7): ``z = e^{-tV} x`` obeys ``z_i' = sum_j w_ij(t) V (z_j - z_i)``,
     with weights ``softmax_j(beta <A e^{tV} z_i, e^{tV} z_j>)``. The field depends on t.
+
+    .. math::
+
+        z_i(t) = e^{-tV} x_i(t), \qquad
+        \dot z_i = \sum_{j=1}^n w_{ij}(t)\, V (z_j - z_i), \qquad
+        w_{ij}(t) = \frac{e^{\beta\langle A e^{tV} z_i, e^{tV} z_j\rangle}}{\sum_{k=1}^n e^{\beta\langle A e^{tV} z_i, e^{tV} z_k\rangle}},
+
+    where x solves :class:`Euclidean` (differentiate :math:`e^{-tV} x_i`). Parameters as for
+    :class:`Euclidean`.
 
     Examples
     --------
@@ -220,15 +254,20 @@ class Rescaled(_AttentionModel):
         Y = torch.matmul(X, torch.linalg.matrix_exp(t * V).transpose(-1, -2))  # e^{tV} z
         q = Y if self.A is None else torch.matmul(Y, self.A.transpose(-1, -2))
         VZ = torch.matmul(X, V.transpose(-1, -2))
-        return attend(q, Y, VZ, self.beta, normalization=self.normalization, backend=self.backend) - VZ
+        return attend(q, Y, VZ, self.beta, normalization=self.normalization, backend=self.backend, causal=self.causal) - VZ
 
 
 @dataclasses.dataclass(frozen=True)
 class ScaleCappedRescaled:
-    """The rescaled dynamics (7) with the common logit scale capped for long horizons (paper A, App. E.3).
+    r"""The rescaled dynamics (7) with the common logit scale capped for long horizons (paper A, App. E.3).
 
-    ``<A e^{tV} z_i, e^{tV} z_j> = e^{2 lambda_1 t} <A D z_i, D z_j>`` with ``D = e^{t(V - lambda_1)}``
-    (lambda_1 the top real eigenvalue of V). The factor ``e^{2 lambda_1 t}`` overflows float64 near
+    .. math::
+
+        \langle A e^{tV} z_i, e^{tV} z_j\rangle = e^{2\lambda_1 t} \langle A D_t z_i, D_t z_j\rangle,
+        \qquad D_t = e^{t(V - \lambda_1 I)},
+
+    (lambda_1 the top real eigenvalue of V), and the model replaces :math:`e^{2\lambda_1 t}` by
+    :math:`e^{2\lambda_1 \min(t, t_{\rm cap})}`. The factor ``e^{2 lambda_1 t}`` overflows float64 near
     t = 350; this model uses ``e^{2 lambda_1 min(t, t_cap)}`` instead. For ``t_cap`` beyond a few tens
     the softmax is already an exact argmax in float64, so the cap changes no weight (tested), while
     the relative factor D, which drives the bifurcation, is kept exactly.
@@ -292,11 +331,19 @@ class ScaleCappedRescaled:
 
 @dataclasses.dataclass(frozen=True)
 class Sphere(_AttentionModel):
-    """Post-LayerNorm dynamics on the sphere: ``x_i' = P_{x_i} sum_j w_ij V x_j``.
+    r"""Post-LayerNorm dynamics on the sphere: ``x_i' = P_{x_i} sum_j w_ij V x_j``.
+
+    .. math::
+
+        \dot x_i = \mathbf P_{x_i} \sum_{j=1}^n w_{ij}\, V x_j, \qquad
+        \mathbf P_x y = y - \langle x, y\rangle x, \qquad
+        w_{ij} = \frac{e^{\beta\langle A x_i, x_j\rangle}}{\sum_{k=1}^n e^{\beta\langle A x_i, x_k\rangle}}
+        \ \text{(SA)} \quad \text{or} \quad \frac{e^{\beta\langle A x_i, x_j\rangle}}{n} \ \text{(USA)}.
 
     Paper A eq. (8); paper B eq. (1) with ``A = B^T`` (B = Q^T K); paper C eq. (2.2) with
     ``A = V = V^T``; paper D with ``A = V = I`` and normalization ``"softmax"`` (SA) or ``"usa"``.
-    Initial tokens must lie on the unit sphere.
+    Initial tokens must lie on the unit sphere. Parameters as for :class:`Euclidean`; with
+    ``causal=True`` the sums run over :math:`j \le i` (Karagodin, Polyanskiy, Rigollet 2024).
 
     Examples
     --------
@@ -315,8 +362,15 @@ class Sphere(_AttentionModel):
 
 @dataclasses.dataclass(frozen=True)
 class ZeroTemperature:
-    """Paper B eq. (3), the beta -> infinity limit for a law with full support: every token moves
+    r"""Paper B eq. (3), the beta -> infinity limit for a law with full support: every token moves
     on its own, ``x' = P_x M x / |B^T x|`` with ``M = V B^T``.
+
+    .. math::
+
+        \dot x = \frac{\mathbf P_x M x}{\lVert B^\top x\rVert}, \qquad M = V B^\top,
+
+    the limit of the softmax picking :math:`y^* = B^\top x / \lVert B^\top x\rVert` as
+    :math:`\beta \to \infty`.
 
     Parameters
     ----------
@@ -356,8 +410,81 @@ class ZeroTemperature:
         return tangent_project(X, MX) / BtX.norm(dim=-1, keepdim=True)
 
 
+COMBINES = ("sum", "mean")
+
+
+@dataclasses.dataclass(frozen=True)
+class MultiHead:
+    r"""Several attention heads acting on the same tokens, their fields summed or averaged.
+
+    .. math::
+
+        \dot x_i = c \sum_{h=1}^H F_h(t, X)_i, \qquad c = 1 \ (\text{sum}) \quad \text{or} \quad c = \frac1H \ (\text{mean}),
+
+    with :math:`F_h` the field of head h. For heads on the sphere (:class:`Sphere`, each with its
+    own :math:`A_h = K_h^\top Q_h`, :math:`V_h` and beta) this is
+    :math:`\mathbf P_{x_i} \sum_h \sum_j w^h_{ij} V_h x_j`, since the projection is linear. A
+    transformer layer concatenates the heads' outputs and maps them by :math:`W_O`: that is the sum
+    with each :math:`V_h` standing for :math:`W_O^h V_h`, the block of :math:`W_O` that reads head h.
+
+    Parameters
+    ----------
+    heads : sequence of :class:`Model` (at least one), all with the same ``on_sphere``; any model
+        of this module or your own, run with the same t and X.
+    combine : ``"sum"`` or ``"mean"``.
+
+    Examples
+    --------
+    Two equal heads averaged move the tokens exactly as one head:
+
+    >>> head = Sphere(beta=2.0)
+    >>> X = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]], dtype=torch.float64)
+    >>> both = MultiHead((head, head), combine="mean")
+    >>> both.on_sphere, bool(torch.equal(both.vector_field(0.0, X), head.vector_field(0.0, X)))
+    (True, True)
+    """
+
+    heads: tuple
+    combine: str = "sum"
+    on_sphere: bool = dataclasses.field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.heads, (str, bytes)) or not hasattr(self.heads, "__iter__"):
+            raise TypeError(f"heads must be a sequence of models, got {type(self.heads).__name__}")
+        heads = tuple(self.heads)
+        if not heads:
+            raise ValueError("heads must hold at least one model")
+        for i, h in enumerate(heads):
+            check_model(h, f"heads[{i}]")
+        where = [bool(h.on_sphere) for h in heads]
+        if len(set(where)) > 1:
+            raise ValueError(f"heads must all live on the sphere or all in R^d, got on_sphere = {where}")
+        if self.combine not in COMBINES:
+            raise ValueError(f"combine must be one of {COMBINES}, got {self.combine!r}")
+        object.__setattr__(self, "heads", heads)
+        object.__setattr__(self, "on_sphere", where[0])
+
+    def validate(self, X: torch.Tensor) -> torch.Tensor:
+        for h in self.heads:
+            X = h.validate(X)
+        return X
+
+    def cast(self, X: torch.Tensor) -> "MultiHead":
+        return dataclasses.replace(self, heads=tuple(h.cast(X) for h in self.heads))
+
+    def vector_field(self, t: float, X: torch.Tensor) -> torch.Tensor:
+        F = self.heads[0].vector_field(t, X)
+        for h in self.heads[1:]:
+            F = F + h.vector_field(t, X)
+        return F / len(self.heads) if self.combine == "mean" else F
+
+
 def tangent_basis(X: torch.Tensor) -> torch.Tensor:
-    """Orthonormal bases of the tangent spaces ``x_i^perp``. X: (n, d) unit rows -> (n, d, d-1).
+    r"""Orthonormal bases of the tangent spaces ``x_i^perp``. X: (n, d) unit rows -> (n, d, d-1).
+
+    .. math::
+
+        B_i \in \mathbb R^{d \times (d-1)}, \qquad B_i^\top B_i = I_{d-1}, \qquad B_i^\top x_i = 0 .
 
     Examples
     --------
@@ -374,7 +501,11 @@ JACOBIAN_MODES = ("autograd", "fd")
 
 
 def tangent_jacobian(model: Model, X: torch.Tensor, *, mode: str = "autograd", h: float = 1e-6) -> torch.Tensor:
-    """Jacobian of a sphere model's field at one configuration X, on the tangent spaces.
+    r"""Jacobian of a sphere model's field at one configuration X, on the tangent spaces.
+
+    .. math::
+
+        J_{ij} = B_i^\top \frac{\partial F_i}{\partial x_j} B_j \in \mathbb R^{(d-1) \times (d-1)},
 
     With ``B_i`` the tangent basis at x_i (:func:`tangent_basis`), the (i, j) block is
     ``B_i^T (dF_i / dx_j) B_j``; at an equilibrium this is the linearisation of the dynamics on the
@@ -433,15 +564,31 @@ def tangent_jacobian(model: Model, X: torch.Tensor, *, mode: str = "autograd", h
 
 
 def from_qkv(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, beta: float = 1.0, *, geometry: str = "sphere", **kw):
-    """Build a model from query, key and value matrices, ``A = K^T Q``.
+    r"""Build a model from query, key and value matrices, ``A = K^T Q``.
 
-    ``geometry`` is ``"euclidean"`` (eq. 6), ``"rescaled"`` (eq. 7) or ``"sphere"`` (eq. 8).
+    .. math::
+
+        \langle Q x_i, K x_j\rangle = \langle A x_i, x_j\rangle, \qquad A = K^\top Q .
+
+    Parameters
+    ----------
+    Q, K, V : (d, d) or (trials, d, d) query, key and value matrices.
+    beta : inverse temperature, > 0.
+    geometry : ``"euclidean"`` (paper A eq. 6, :class:`Euclidean`), ``"rescaled"`` (eq. 7,
+        :class:`Rescaled`) or ``"sphere"`` (eq. 8, :class:`Sphere`).
+    **kw : passed to the model: ``normalization``, ``backend``, ``causal``.
+
+    Returns
+    -------
+    :class:`Euclidean`, :class:`Rescaled` or :class:`Sphere`.
 
     Examples
     --------
     >>> I = torch.eye(3)
     >>> from_qkv(I, 2 * I, I).A[0, 0].item()
     2.0
+    >>> from_qkv(I, I, I, 4.0, geometry="rescaled", causal=True).causal
+    True
     """
     classes = {"euclidean": Euclidean, "rescaled": Rescaled, "sphere": Sphere}
     if geometry not in classes:
@@ -451,7 +598,11 @@ def from_qkv(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, beta: float = 1.
 
 
 def lora_post_layernorm(A: torch.Tensor, V: torch.Tensor, beta: float = 1.0) -> Sphere:
-    """Paper A eq. (8) with ``A = K^T Q`` and value ``V``.
+    r"""Paper A eq. (8) with ``A = K^T Q`` and value ``V``.
+
+    .. math::
+
+        \dot x_i = \mathbf P_{x_i} \sum_{j=1}^n \frac{e^{\beta\langle A x_i, x_j\rangle}}{\sum_k e^{\beta\langle A x_i, x_k\rangle}}\, V x_j .
 
     Examples
     --------
@@ -462,7 +613,12 @@ def lora_post_layernorm(A: torch.Tensor, V: torch.Tensor, beta: float = 1.0) -> 
 
 
 def low_temperature(B: torch.Tensor, V: torch.Tensor, beta: float) -> Sphere:
-    """Paper B eq. (1): ``x_i' = P_{x_i} sum_j softmax_j(beta <x_i, B x_j>) V x_j`` (B = Q^T K).
+    r"""Paper B eq. (1): ``x_i' = P_{x_i} sum_j softmax_j(beta <x_i, B x_j>) V x_j`` (B = Q^T K).
+
+    .. math::
+
+        \dot x_i = \mathbf P_{x_i} \sum_{j=1}^n \frac{e^{\beta\langle x_i, B x_j\rangle}}{\sum_k e^{\beta\langle x_i, B x_k\rangle}}\, V x_j,
+        \qquad B = Q^\top K \ (\text{so } A = B^\top).
 
     Examples
     --------
@@ -475,7 +631,12 @@ def low_temperature(B: torch.Tensor, V: torch.Tensor, beta: float) -> Sphere:
 
 
 def spectral(V: torch.Tensor, beta: float) -> Sphere:
-    """Paper C eq. (2.2): symmetric attention ``Q^T K = V = V^T``.
+    r"""Paper C eq. (2.2): symmetric attention ``Q^T K = V = V^T``.
+
+    .. math::
+
+        \dot x_i = \mathbf P_{x_i} \sum_{j=1}^n K_{ij} V x_j, \qquad
+        K_{ij} = \frac{e^{\beta\langle x_i, V x_j\rangle}}{\sum_k e^{\beta\langle x_i, V x_k\rangle}} .
 
     Raises ValueError if V is not symmetric.
 
@@ -491,7 +652,12 @@ def spectral(V: torch.Tensor, beta: float) -> Sphere:
 
 
 def metastable(beta: float, normalization: str = "softmax") -> Sphere:
-    """Paper D: ``Q = K = V = I`` on the sphere, SA (``"softmax"``) or USA (``"usa"``, 1/n).
+    r"""Paper D: ``Q = K = V = I`` on the sphere, SA (``"softmax"``) or USA (``"usa"``, 1/n).
+
+    .. math::
+
+        \dot x_i = \mathbf P_{x_i} \frac{1}{Z_i} \sum_{j=1}^n e^{\beta\langle x_i, x_j\rangle} x_j,
+        \qquad Z_i = \sum_{k=1}^n e^{\beta\langle x_i, x_k\rangle} \ \text{(SA)} \quad \text{or} \quad Z_i = n \ \text{(USA)}.
 
     Examples
     --------
@@ -516,8 +682,13 @@ def random_value_adapters(
     dtype: torch.dtype = torch.float64,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
-    """I.i.d. random value adapters (paper A, Assumption 4.1, eq. 19):
+    r"""I.i.d. random value adapters (paper A, Assumption 4.1, eq. 19):
     ``dV_l = eta * sum_{a=1}^r s_a u_a^l (v_a^l)^T`` with ``u_a^l, v_a^l ~ N(0, I_d / d)``.
+
+    .. math::
+
+        \Delta V_l = \eta \sum_{a=1}^r s_a\, u_a^l (v_a^l)^\top, \qquad
+        u_a^l, v_a^l \sim \mathcal N(0, I_d / d) \ \text{i.i.d.}
 
     Parameters
     ----------
@@ -558,7 +729,13 @@ def random_value_adapters(
 
 @dataclasses.dataclass(frozen=True)
 class LayerMap:
-    """Paper A eq. (18): ``x_i^{l+1} = N(x_i^l + (1/L) B_{V_l, A}[mu_{X^l}](x_i^l))``, N(x) = x/|x|.
+    r"""Paper A eq. (18): ``x_i^{l+1} = N(x_i^l + (1/L) B_{V_l, A}[mu_{X^l}](x_i^l))``, N(x) = x/|x|.
+
+    .. math::
+
+        x_i^{l+1} = \mathcal N\Big(x_i^l + \frac1L \sum_{j=1}^n
+        \frac{e^{\beta\langle A x_i^l, x_j^l\rangle}}{\sum_k e^{\beta\langle A x_i^l, x_k^l\rangle}}\, V_l x_j^l\Big),
+        \qquad \mathcal N(x) = \frac{x}{\lVert x\rVert}, \qquad V_l = V + \Delta V_l .
 
     Parameters
     ----------
@@ -615,7 +792,13 @@ class LayerMap:
 
 
 def iterate_layers(model: LayerMap, x0: torch.Tensor, *, save_every: int | None = None) -> torch.Tensor:
-    """Run the depth-L layer map (paper A eq. 18) from ``x0``.
+    r"""Run the depth-L layer map (paper A eq. 18) from ``x0``.
+
+    .. math::
+
+        X^{l+1} = \mathcal N\big(X^l + \tfrac1L B_{V_l, A}[\mu_{X^l}](X^l)\big), \qquad l = 0, \dots, L-1,
+
+    with :math:`\mathcal N` the token-wise normalisation (:class:`LayerMap`).
 
     Parameters
     ----------
