@@ -190,3 +190,147 @@ def test_float32_and_dtype_follow_input():
     x = lt.zero_temperature_exact(x0, B3.float(), V3.float(), [0.0, 1.0], dt=0.01)
     assert x.dtype == torch.float32
     assert lt.pi_projection(x0, B3, V3).dtype == torch.float32
+
+
+# ----------------------------------------------------------------------------- Lemma 5: the softmax mean on S^2
+
+
+def random_mixture(g):
+    w = torch.rand(3, generator=g, dtype=F64) + 0.2
+    mu = torch.randn(3, 3, generator=g, dtype=F64)
+    return (w / w.sum()).tolist(), (mu / mu.norm(dim=-1, keepdim=True)).tolist(), [0.0, 3.0, 12.0]
+
+
+@pytest.mark.parametrize("beta", [0.5, 7.0, 300.0, 1e5])
+def test_quadrature_matches_vmf_mixture_closed_form(beta):
+    g = torch.Generator().manual_seed(11)
+    B = torch.randn(3, 3, generator=g, dtype=F64) + 2 * torch.eye(3, dtype=F64)
+    w, mu, k = random_mixture(g)
+    x = init.uniform_sphere(1, 5, 3, generator=g)[0]
+    quad = lt.softmax_mean_quadrature(x, B, beta, lambda Y: lt.vmf_mixture_density(Y, w, mu, k))
+    closed = lt.vmf_mixture_softmax_mean(x, B, beta, w, mu, k)
+    assert torch.allclose(quad, closed, atol=1e-12, rtol=0)
+    # the softmax mean lies inside the ball and approaches y* as beta grows
+    assert (closed.norm(dim=-1) < 1).all()
+
+
+def test_softmax_mean_against_a_sampled_law():
+    # a third method: the softmax average over 2e5 i.i.d. draws of the uniform law (Monte Carlo) at beta = 5
+    g = torch.Generator().manual_seed(12)
+    Y = init.uniform_sphere(1, 200000, 3, generator=g)[0]
+    x = torch.tensor([[0.6, 0.0, 0.8]], dtype=F64)
+    w = torch.softmax(5.0 * (x @ B3 @ Y.T), dim=-1)
+    mc = w @ Y
+    quad = lt.softmax_mean_quadrature(x, B3, 5.0, lambda P: torch.ones(P.shape[:-1], dtype=P.dtype))
+    assert (mc - quad).norm() < 0.01  # Monte Carlo error about 0.5 / sqrt(effective sample size)
+    assert torch.allclose(quad, lt.vmf_mixture_softmax_mean(x, B3, 5.0, [1.0], [[1.0, 0, 0]], [0.0]), atol=1e-13)
+
+
+def test_vmf_density_integrates_to_one():
+    w, mu, k = random_mixture(torch.Generator().manual_seed(13))
+    z, wz = (torch.as_tensor(a, dtype=F64) for a in __import__("numpy").polynomial.legendre.leggauss(200))
+    phi = torch.arange(256, dtype=F64) * 2 * math.pi / 256
+    r = torch.sqrt(1 - z**2)
+    Y = torch.stack([r[:, None] * torch.cos(phi), r[:, None] * torch.sin(phi), z[:, None].expand(-1, 256)], -1)
+    total = (lt.vmf_mixture_density(Y, w, mu, k) * wz[:, None]).sum() * 2 * math.pi / 256
+    assert abs(total.item() - 1) < 1e-10
+
+
+def test_vmf_mean_length_branches_and_limits():
+    k = torch.tensor([1e-4, 5e-4, 2e-3, 0.5, 3.0], dtype=F64)
+    direct = 1 / torch.tanh(k) - 1 / k
+    assert torch.allclose(lt.vmf_mean_length(k)[2:], direct[2:], atol=1e-12)
+    assert torch.allclose(lt.vmf_mean_length(k)[:2], k[:2] / 3, rtol=1e-6)  # the series branch
+    big = lt.vmf_mean_length(torch.tensor([1e3, 1e6], dtype=F64))
+    assert torch.allclose(1 - big, torch.tensor([1e-3, 1e-6], dtype=F64), rtol=1e-9)  # 1 - A ~ 1/kappa, no cancellation
+    assert (lt.vmf_mean_length(torch.linspace(0, 50, 101, dtype=F64)).diff() > 0).all()
+
+
+def test_capped_uniform_closed_form_against_quadrature():
+    x = torch.tensor([[0.0, 0.6, 0.8]], dtype=F64)
+    ys = lt.maximiser(x, B3)
+    r0 = 0.4
+    kappa = (x @ B3).norm().item()
+    for beta in (0.3, 10.0, 1e3, 1e5):
+        quad = lt.softmax_mean_quadrature(x, B3, beta, lambda Y: lt.capped_uniform_density(Y, ys[0], r0), breaks=[1 - math.cos(r0)])
+        err = (quad - ys).norm().item()
+        assert err == pytest.approx(lt.capped_uniform_softmax_error(torch.tensor([kappa * beta]), r0).item(), rel=1e-7)
+    assert err - (1 - math.cos(r0)) == pytest.approx(1 / (kappa * beta), rel=1e-3)  # no convergence to y* without Assumption 3
+
+
+def test_leading_term_of_the_laplace_error():
+    # beta |m - y*| |B^T x| -> sqrt(1 + |grad_S log f(y*)|^2): derived, checked against the closed form
+    g = torch.Generator().manual_seed(14)
+    B = torch.randn(3, 3, generator=g, dtype=F64) + 2 * torch.eye(3, dtype=F64)
+    w, mu, k = random_mixture(g)
+    x = init.uniform_sphere(1, 6, 3, generator=g)[0]
+    Y = lt.maximiser(x, B).requires_grad_(True)
+    torch.log(lt.vmf_mixture_density(Y, w, mu, k)).sum().backward()
+    for beta, tol in ((1e3, 0.1), (1e5, 1e-3)):
+        err = (lt.vmf_mixture_softmax_mean(x, B, beta, w, mu, k) - lt.maximiser(x, B)).norm(dim=-1)
+        assert torch.allclose(err / lt.laplace_leading_error(x, B, beta, Y.grad), torch.ones(6, dtype=F64), atol=tol)
+
+
+def test_laplace_bad_input():
+    x = torch.tensor([[0.0, 0.0, 1.0]], dtype=F64)
+    with pytest.raises(ValueError, match="unit vectors"):
+        lt.maximiser(torch.tensor([[0.0, 0.0, 2.0]], dtype=F64), B3)
+    with pytest.raises(ValueError, match="undefined"):
+        lt.maximiser(x, D(1, 1, 0))
+    with pytest.raises(ValueError, match="sum to 1"):
+        lt.vmf_mixture_softmax_mean(x, B3, 1.0, [0.5, 0.4], [[1.0, 0, 0], [0, 1.0, 0]], [0.0, 1.0])
+    with pytest.raises(ValueError, match="kappas"):
+        lt.vmf_mixture_density(x, [1.0], [[1.0, 0, 0]], [-1.0])
+    with pytest.raises(ValueError, match="radius"):
+        lt.capped_uniform_softmax_error(torch.tensor([1.0]), 4.0)
+    with pytest.raises(ValueError, match="density must return"):
+        lt.softmax_mean_quadrature(x, B3, 1.0, lambda Y: -torch.ones(Y.shape[:-1], dtype=Y.dtype))
+    with pytest.raises(ValueError, match="d = 3"):
+        lt.softmax_mean_quadrature(torch.tensor([[1.0, 0.0]], dtype=F64), torch.eye(2, dtype=F64), 1.0, lambda Y: Y[..., 0])
+    with pytest.raises(ValueError, match="breaks"):
+        lt.softmax_mean_quadrature(x, B3, 1.0, lambda Y: torch.ones(Y.shape[:-1], dtype=Y.dtype), breaks=[2.5])
+
+
+# ----------------------------------------------------------------------------- App. C.3 and App. B
+
+
+def test_energies_against_a_direct_sum():
+    g = torch.Generator().manual_seed(15)
+    X = init.uniform_sphere(2, 9, 3, generator=g)
+    S = torch.randn(3, 3, generator=g, dtype=F64)
+    direct = torch.exp(3.0 * X @ S @ X.transpose(-1, -2)).mean((-1, -2)).log()
+    assert torch.allclose(lt.log_energy(X, S, 3.0), direct, atol=1e-12)
+    # two poles on an eigenvector: the closed form equals the energy of explicit tokens, also at huge beta
+    v = torch.tensor([0.0, 0.0, 1.0], dtype=F64)
+    P = torch.cat([v.expand(7, 3), -v.expand(3, 3)])
+    for beta in (0.5, 1e4):
+        for lam, Bm in ((2.0, D(0.5, 1, 2)), (-2.0, D(0, -1, -2))):
+            assert lt.log_two_pole_energy(torch.tensor(0.7, dtype=F64), lam, beta).item() == pytest.approx(lt.log_energy(P, Bm, beta).item(), rel=1e-12)
+    assert math.isfinite(lt.log_two_pole_energy(torch.tensor(1.0), -3.0, 1e5).item())
+
+
+def test_consensus_rates_against_the_jacobian_of_eq1():
+    # the linearisation, derived by hand, against a finite-difference Jacobian of the particle model at consensus
+    g = torch.Generator().manual_seed(16)
+    Q = init.random_orthogonal(3, generator=g)
+    V = Q @ D(-1.5, 0.5, 2.0) @ Q.T
+    V = (V + V.T) / 2
+    B = torch.randn(3, 3, generator=g, dtype=F64) + 2 * torch.eye(3, dtype=F64)
+    lam, U = torch.linalg.eigh(V)
+    for i in range(3):
+        X = U[:, i].expand(4, 3).clone()
+        J = models.tangent_jacobian(models.low_temperature(B, V, 7.0), X, mode="fd")
+        got = sorted(torch.linalg.eigvals(J).real.tolist())
+        r = lt.consensus_growth_rates(V, i)
+        want = sorted([r["spread"]] * 6 + [rate for _, rate in r["modes"]])
+        assert got == pytest.approx(want, abs=1e-6)
+        assert r["stable"] == (i == 2)
+
+
+def test_consensus_rates_bad_input():
+    with pytest.raises(ValueError, match="index"):
+        lt.consensus_growth_rates(V3, 3)
+    with pytest.raises(ValueError, match="simple"):
+        lt.consensus_growth_rates(D(1, 1, 2), 0)
+    with pytest.raises(ValueError, match="symmetric"):
+        lt.consensus_growth_rates(torch.tensor([[1.0, 2.0], [0.0, 1.0]], dtype=F64), 0)

@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from .._validate import as_tokens, check_matrix, check_positive
+from .._validate import as_tokens, check_matrix, check_positive, check_real
 from ..metrics import project_to_subspace
 
 __all__ = [
@@ -35,6 +35,17 @@ __all__ = [
     "corollary2_bound",
     "max_admissible_p",
     "zero_temperature_exact",
+    "maximiser",
+    "vmf_mean_length",
+    "vmf_mixture_density",
+    "vmf_mixture_softmax_mean",
+    "capped_uniform_density",
+    "capped_uniform_softmax_error",
+    "softmax_mean_quadrature",
+    "laplace_leading_error",
+    "log_energy",
+    "log_two_pole_energy",
+    "consensus_growth_rates",
 ]
 
 
@@ -73,7 +84,11 @@ def _check_symmetric(M: torch.Tensor, name: str, tol: float) -> None:
 
 
 def attention_value_matrix(B, V) -> torch.Tensor:
-    """``M = V B^T``, the matrix that drives the zero-temperature flow. B, V: (d, d) -> (d, d).
+    r"""``M = V B^T``, the matrix that drives the zero-temperature flow. B, V: (d, d) -> (d, d).
+
+    .. math::
+
+        M = V B^\top, \qquad \dot x = \frac{\mathbf P_x M x}{\lVert B^\top x\rVert} \ \text{(eq. 3)} .
 
     Examples
     --------
@@ -98,7 +113,13 @@ def _eigenspace(M: torch.Tensor, key: torch.Tensor, tol: float) -> TopEigenspace
 
 
 def top_eigenspace(M, *, tol: float = 1e-9) -> TopEigenspace:
-    """Largest eigenvalue of a symmetric matrix, its eigenspace and the gap ``gamma = mu_1 - mu_2``.
+    r"""Largest eigenvalue of a symmetric matrix, its eigenspace and the gap ``gamma = mu_1 - mu_2``.
+
+    .. math::
+
+        E = \ker(M - \mu_1 I), \qquad \gamma = \mu_1 - \mu_2,
+
+    with :math:`\mu_1 > \mu_2` the two largest distinct eigenvalues of M.
 
     Eigenvalues within ``tol`` (relative) of the largest count as equal (multiplicity k).
 
@@ -158,7 +179,11 @@ def check_assumption_1(B, V, *, tol: float = 1e-9) -> TopEigenspace:
 
 
 def pi_projection(X, B, V) -> torch.Tensor:
-    """``Pi(x) = P_E x / |P_E x|`` for every token (eq. 4), E the top eigenspace of ``V B^T``.
+    r"""``Pi(x) = P_E x / |P_E x|`` for every token (eq. 4), E the top eigenspace of ``V B^T``.
+
+    .. math::
+
+        \Pi(x) = \frac{P_E x}{\lVert P_E x\rVert}, \qquad E = \text{top eigenspace of } M = V B^\top .
 
     X: (trials, n, d) or (n, d) -> (trials, n, d). ValueError if a token is orthogonal to E.
 
@@ -174,7 +199,12 @@ def pi_projection(X, B, V) -> torch.Tensor:
 
 
 def pi_distance(X, X0, basis) -> torch.Tensor:
-    """``(mean_i |x_i - Pi(x0_i)|^2)^{1/2}`` per trial, the cost of the coupling ``x_i <-> Pi(x0_i)``.
+    r"""``(mean_i |x_i - Pi(x0_i)|^2)^{1/2}`` per trial, the cost of the coupling ``x_i <-> Pi(x0_i)``.
+
+    .. math::
+
+        \Big(\frac1n \sum_{i=1}^n \lVert x_i - \Pi(x_i^0)\rVert^2\Big)^{1/2}
+        \ \ge\ W_2(\mu_X, \Pi_\sharp \mu_{X_0}) .
 
     An upper bound on ``W_2(mu_X, Pi_# mu_X0)``. When E is one-dimensional and ``Pi(x_i) = Pi(x0_i)``
     (true along the zero-temperature flow, Lemma 9) it is W_2 itself: Pi_# mu is carried by ``+-v``
@@ -197,7 +227,12 @@ def pi_distance(X, X0, basis) -> torch.Tensor:
 
 
 def wasserstein_to_pi(X, X0, v, p: float = 2) -> torch.Tensor:
-    """Exact ``W_p(mu_X, Pi_# mu_X0)`` (Euclidean cost) when E = span(v) is one-dimensional.
+    r"""Exact ``W_p(mu_X, Pi_# mu_X0)`` (Euclidean cost) when E = span(v) is one-dimensional.
+
+    .. math::
+
+        W_p\Big(\mu_X,\ \frac{n_+}{n}\delta_v + \frac{n_-}{n}\delta_{-v}\Big), \qquad
+        n_+ = \#\{i : \langle x_i^0, v\rangle > 0\}, \quad n_- = n - n_+ .
 
     ``Pi_# mu_X0`` is ``(n_+/n) delta_v + (n_-/n) delta_{-v}`` with ``n_+ = #{<x0_i, v> > 0}``. With
     two targets an optimal plan sends to ``v`` the ``n_+`` tokens with the smallest cost difference
@@ -235,7 +270,11 @@ def wasserstein_to_pi(X, X0, v, p: float = 2) -> torch.Tensor:
 
 
 def concentration_rate(beta) -> torch.Tensor:
-    """The rate of Theorem 1 / Proposition 6: ``sqrt(log(beta + 1) / beta)``.
+    r"""The rate of Theorem 1 / Proposition 6: ``sqrt(log(beta + 1) / beta)``.
+
+    .. math::
+
+        r(\beta) = \sqrt{\frac{\log(\beta + 1)}{\beta}} .
 
     Examples
     --------
@@ -249,7 +288,11 @@ def concentration_rate(beta) -> torch.Tensor:
 
 
 def stability_bound(beta, t, C0: float, C1: float) -> torch.Tensor:
-    """Proposition 6: ``W_2(rho_t^beta, rho_t) <= 2 sqrt(log(beta+1)/beta) (e^{C1 t} - e^{C0 t})``.
+    r"""Proposition 6: ``W_2(rho_t^beta, rho_t) <= 2 sqrt(log(beta+1)/beta) (e^{C1 t} - e^{C0 t})``.
+
+    .. math::
+
+        W_2(\rho_t^\beta, \rho_t) \le 2 \sqrt{\frac{\log(\beta + 1)}{\beta}}\, \big(e^{C_1 t} - e^{C_0 t}\big) .
 
     The constants C0 <= C1 are not recovered (NOTES.md); this evaluates the bound for given ones.
 
@@ -267,7 +310,11 @@ def stability_bound(beta, t, C0: float, C1: float) -> torch.Tensor:
 
 
 def lyapunov_vp(X, basis, p: float) -> torch.Tensor:
-    """Assumption 2's functional ``V_p(mu) = mean_i (|(I - P_E) x_i|^2 / |P_E x_i|^2)^p``, (trials,).
+    r"""Assumption 2's functional ``V_p(mu) = mean_i (|(I - P_E) x_i|^2 / |P_E x_i|^2)^p``, (trials,).
+
+    .. math::
+
+        V_p(\mu) = \frac1n \sum_{i=1}^n \bigg(\frac{\lVert (I - P_E) x_i\rVert^2}{\lVert P_E x_i\rVert^2}\bigg)^p .
 
     Lemma 7: ``W_2(mu, Pi_# mu)^2 <= 2 V_p(mu)`` for p in (0, 1].
 
@@ -292,7 +339,11 @@ def lyapunov_vp(X, basis, p: float) -> torch.Tensor:
 
 
 def corollary2_rate(B, V, p: float) -> float:
-    """Corollary 2's exponential rate ``p gamma / sigma_max(B)``.
+    r"""Corollary 2's exponential rate ``p gamma / sigma_max(B)``.
+
+    .. math::
+
+        \text{rate} = \frac{p\, \gamma}{\sigma_{\max}(B)}, \qquad \gamma = \mu_1 - \mu_2 \ \text{of } M = V B^\top .
 
     Examples
     --------
@@ -309,7 +360,11 @@ def corollary2_rate(B, V, p: float) -> float:
 
 
 def corollary2_bound(X0, B, V, p: float, t) -> torch.Tensor:
-    """Corollary 2: ``W_2(rho_t, Pi_# rho_0) <= sqrt(2 V_p(rho_0)) exp(-p gamma t / sigma_max(B))``.
+    r"""Corollary 2: ``W_2(rho_t, Pi_# rho_0) <= sqrt(2 V_p(rho_0)) exp(-p gamma t / sigma_max(B))``.
+
+    .. math::
+
+        W_2(\rho_t, \Pi_\sharp \rho_0) \le \sqrt{2 V_p(\rho_0)}\, e^{-p \gamma t / \sigma_{\max}(B)} .
 
     X0: (trials, n, d); t: scalar or (T,). Returns (T, trials).
 
@@ -342,8 +397,14 @@ def max_admissible_p(k: int) -> float:
 
 
 def zero_temperature_exact(x0, B, V, ts, *, dt: float = 1e-3) -> torch.Tensor:
-    """The zero-temperature flow (eq. 3) by its time change: ``x(t) = N(e^{tau(t) M} x0)`` with
+    r"""The zero-temperature flow (eq. 3) by its time change: ``x(t) = N(e^{tau(t) M} x0)`` with
     ``tau' = 1 / |B^T N(e^{tau M} x0)|``, a scalar ODE per token solved by RK4 with step ``dt``.
+
+    .. math::
+
+        x(t) = \mathcal N\big(e^{\tau(t) M} x_0\big), \qquad
+        \dot\tau = \frac{1}{\lVert B^\top \mathcal N(e^{\tau M} x_0)\rVert}, \quad \tau(0) = 0,
+        \qquad \mathcal N(y) = \frac{y}{\lVert y\rVert} .
 
     Needs symmetric ``M = V B^T`` (eigendecomposition with shifted exponents, so large tau does not
     overflow). Independent of :class:`companion.models.ZeroTemperature`, which it checks.
@@ -400,3 +461,428 @@ def zero_temperature_exact(x0, B, V, ts, *, dt: float = 1e-3) -> torch.Tensor:
         t = target
         out.append(state(tau))
     return torch.stack(out)
+
+
+# ----------------------------------------------------------------------------- Lemma 5: the Laplace principle
+#
+# Lemma 5 (its formula is lost in our copy) bounds |m_{beta,rho}(x) - y*(x)|, the distance between the
+# softmax mean of a law rho with a positive density and the maximiser y*(x) of y -> <x, B y> on the
+# sphere, by a rate that feeds Prop. 6. The functions below give that mean two ways on S^2: closed
+# forms for laws whose tilt is again explicit (von Mises-Fisher mixtures, a uniform law with a cap
+# cut out) and a quadrature for any density.
+
+
+def _unit_tokens(x, name: str = "x") -> torch.Tensor:
+    x = torch.as_tensor(x)
+    if not x.is_floating_point():
+        x = x.to(torch.float64)
+    if x.ndim == 1:
+        x = x[None]
+    if x.ndim != 2 or x.shape[0] < 1:
+        raise ValueError(f"{name} must be one token (d,) or tokens (m, d), got shape {tuple(x.shape)}")
+    if not torch.isfinite(x).all() or ((x.norm(dim=-1) - 1).abs() > 1e-9).any():
+        raise ValueError(f"{name} must hold finite unit vectors (tokens on the sphere)")
+    return x
+
+
+def maximiser(x, B) -> torch.Tensor:
+    r"""``y*(x) = B^T x / |B^T x|``, the maximiser of ``y -> <x, B y>`` on the sphere (eq. 3's softmax limit).
+
+    .. math::
+
+        y^*(x) = \operatorname*{argmax}_{|y| = 1}\ \langle x, B y\rangle = \frac{B^\top x}{|B^\top x|}.
+
+    x: (d,) or (m, d) unit tokens; B: (d, d) invertible. Returns (m, d).
+
+    Examples
+    --------
+    >>> maximiser(torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64), torch.diag(torch.tensor([-2.0, 1.0, 1.0])))
+    tensor([[-1.,  0.,  0.]], dtype=torch.float64)
+    """
+    x = _unit_tokens(x)
+    Bm = check_matrix(_square(B, "B"), x.shape[-1], "B", like=x)
+    y = x @ Bm  # rows (B^T x)^T
+    norm = y.norm(dim=-1, keepdim=True)
+    if (norm < 1e-12).any():
+        raise ValueError("B^T x = 0 for a token x: the maximiser y*(x) is undefined there (B must be invertible, A1)")
+    return y / norm
+
+
+def vmf_mean_length(kappa) -> torch.Tensor:
+    r"""Mean resultant length of the von Mises-Fisher law on S^2 with concentration ``kappa >= 0``.
+
+    .. math::
+
+        A(\kappa) = \coth\kappa - \frac1\kappa, \qquad 1 - A(\kappa) = \frac1\kappa - \frac{2}{e^{2\kappa} - 1},
+
+    computed from the second form (no cancellation for large kappa) and from its series
+    ``kappa/3 - kappa^3/45`` below 1e-3. Returns a float64 tensor of kappa's shape.
+
+    Examples
+    --------
+    >>> vmf_mean_length(torch.tensor([0.0, 1.0, 1e4], dtype=torch.float64))
+    tensor([0.0000, 0.3130, 0.9999], dtype=torch.float64)
+    """
+    k = torch.as_tensor(kappa, dtype=torch.float64)
+    if not torch.isfinite(k).all() or (k < 0).any():
+        raise ValueError("kappa must be finite and >= 0")
+    small = k < 1e-3
+    ks = torch.where(small, torch.ones_like(k), k)
+    one_minus = 1 / ks - 2 / torch.expm1(torch.clamp(2 * ks, max=700.0))
+    return torch.where(small, k / 3 - k**3 / 45, 1 - one_minus)
+
+
+def _log_vmf_normaliser(kappa: torch.Tensor) -> torch.Tensor:
+    """log c(kappa), c(kappa) = kappa / (4 pi sinh kappa) (the vMF density on S^2); c(0) = 1 / (4 pi)."""
+    k = torch.clamp(kappa, min=1e-300)
+    big = torch.log(k) - math.log(2 * math.pi) - k - torch.log(-torch.expm1(-2 * k))
+    return torch.where(kappa < 1e-8, torch.full_like(kappa, -math.log(4 * math.pi)), big)
+
+
+def _mixture(weights, centres, kappas, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    w = torch.as_tensor(weights, dtype=like.dtype, device=like.device).reshape(-1)
+    mu = torch.as_tensor(centres, dtype=like.dtype, device=like.device).reshape(w.numel(), -1)
+    k = torch.as_tensor(kappas, dtype=like.dtype, device=like.device).reshape(-1)
+    if w.numel() < 1 or k.numel() != w.numel() or mu.shape[-1] != 3:
+        raise ValueError(f"weights, centres and kappas must describe the same K >= 1 components on S^2, got "
+                         f"{w.numel()} weights, centres of shape {tuple(mu.shape)}, {k.numel()} kappas")
+    if (w <= 0).any() or abs(float(w.sum()) - 1) > 1e-9:
+        raise ValueError(f"weights must be > 0 and sum to 1, got {w.tolist()}")
+    if not torch.isfinite(k).all() or (k < 0).any():
+        raise ValueError(f"kappas must be finite and >= 0, got {k.tolist()}")
+    if ((mu.norm(dim=-1) - 1).abs() > 1e-9).any():
+        raise ValueError("centres must be unit vectors")
+    return w, mu, k
+
+
+def vmf_mixture_density(Y, weights, centres, kappas) -> torch.Tensor:
+    r"""Density (w.r.t. the area of S^2) of ``rho = sum_k w_k vMF(mu_k, kappa_k)``; kappa_k = 0 is the uniform law.
+
+    .. math::
+
+        f(y) = \sum_k w_k\, \frac{\kappa_k}{4\pi\sinh\kappa_k}\, e^{\kappa_k\langle\mu_k, y\rangle},
+
+    positive everywhere (Assumption 3), with minimum at least ``sum_k w_k c(kappa_k) e^{-kappa_k}``.
+
+    Y: (..., 3) points; weights (K,) summing to 1; centres (K, 3) unit; kappas (K,) >= 0. Returns (...).
+
+    Examples
+    --------
+    >>> e3 = [[0.0, 0.0, 1.0]]
+    >>> round(vmf_mixture_density(torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64), [1.0], e3, [0.0]).item() * 4 * math.pi, 12)
+    1.0
+    """
+    Y = torch.as_tensor(Y)
+    Y = Y if Y.is_floating_point() else Y.to(torch.float64)
+    w, mu, k = _mixture(weights, centres, kappas, Y)
+    expo = _log_vmf_normaliser(k) + k * (Y @ mu.T)  # (..., K)
+    return (w * torch.exp(expo)).sum(-1)
+
+
+def vmf_mixture_softmax_mean(x, B, beta: float, weights, centres, kappas) -> torch.Tensor:
+    r"""Closed-form softmax mean of a von Mises-Fisher mixture on S^2.
+
+    The tilt of ``vMF(mu, kappa)`` by ``e^{beta <x, B y>} = e^{<beta B^T x, y>}`` is ``vMF(a/|a|, |a|)``
+    with ``a = kappa mu + beta B^T x``, so
+
+    .. math::
+
+        m_{\beta,\rho}(x) = \frac{\int y\, e^{\beta\langle x, By\rangle}\,d\rho(y)}{\int e^{\beta\langle x, By\rangle}\,d\rho(y)}
+        = \sum_k \pi_k\, A(|a_k|)\,\frac{a_k}{|a_k|}, \qquad
+        \pi_k \propto w_k\, \frac{c(\kappa_k)}{c(|a_k|)},
+
+    with ``c(kappa) = kappa / (4 pi sinh kappa)`` and A of :func:`vmf_mean_length` (in logs: no
+    overflow for any beta). x: (d,) or (m, 3) unit tokens. Returns (m, 3) float64.
+
+    Examples
+    --------
+    >>> x = torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)
+    >>> m = vmf_mixture_softmax_mean(x, torch.eye(3, dtype=torch.float64), 1.0, [1.0], [[1.0, 0.0, 0.0]], [0.0])
+    >>> m  # uniform law: A(1) e3
+    tensor([[0.0000, 0.0000, 0.3130]], dtype=torch.float64)
+    """
+    x = _unit_tokens(x)
+    beta = check_positive(beta, "beta")
+    w, mu, k = _mixture(weights, centres, kappas, x)
+    b = beta * (x @ check_matrix(_square(B, "B"), 3, "B", like=x))  # (m, 3): beta B^T x
+    a = k[:, None] * mu[None] + b[:, None, :]  # (m, K, 3)
+    na = a.norm(dim=-1)
+    logz = torch.log(w) + _log_vmf_normaliser(k) - _log_vmf_normaliser(na)  # (m, K)
+    pi = torch.softmax(logz, dim=-1)
+    means = vmf_mean_length(na)[..., None] * a / torch.clamp(na, min=1e-300)[..., None]
+    return (pi[..., None] * means).sum(-2)
+
+
+def capped_uniform_density(Y, centre, radius: float) -> torch.Tensor:
+    r"""The uniform law on S^2 with the cap of angular radius ``radius`` around ``centre`` removed
+    (a law with a hole: it violates Assumption 3). Y: (..., 3). Returns (...).
+
+    .. math::
+
+        f(y) = \frac{\mathbf 1\{\langle y, c\rangle < \cos r\}}{2\pi(1 + \cos r)}.
+
+    Examples
+    --------
+    >>> Y = torch.tensor([[0.0, 0.0, 1.0], [0.0, 0.0, -1.0]], dtype=torch.float64)
+    >>> (capped_uniform_density(Y, [0.0, 0.0, 1.0], 0.5) * 2 * math.pi * (1 + math.cos(0.5))).round(decimals=12).tolist()
+    [0.0, 1.0]
+    """
+    Y = torch.as_tensor(Y)
+    Y = Y if Y.is_floating_point() else Y.to(torch.float64)
+    r = check_positive(radius, "radius")
+    if r >= math.pi:
+        raise ValueError(f"radius must lie in (0, pi), got {r}")
+    c = torch.as_tensor(centre, dtype=Y.dtype, device=Y.device).reshape(-1)
+    if c.numel() != 3 or abs(float(c.norm()) - 1) > 1e-9:
+        raise ValueError("centre must be a unit vector of length 3")
+    return (Y @ c < math.cos(r)).to(Y.dtype) / (2 * math.pi * (1 + math.cos(r)))
+
+
+def capped_uniform_softmax_error(kappa, radius: float) -> torch.Tensor:
+    r"""``|m_{beta,rho}(x) - y*(x)|`` for :func:`capped_uniform_density` with the cap centred at
+    ``y*(x)``, ``kappa = beta |B^T x|``: the tilt is a truncated exponential in ``u = 1 - cos theta``.
+
+    .. math::
+
+        |m - y^*| = \mathbb E[u] = u_0 + \frac1\kappa - \frac{L}{e^{\kappa L} - 1}, \qquad u_0 = 1 - \cos r,\ L = 2 - u_0,
+
+    which tends to ``u_0 > 0`` as beta grows: without Assumption 3 the softmax mean does not reach
+    y*(x). ``radius = 0`` would give the uniform law's ``1 - A(kappa)``. Returns float64.
+
+    Examples
+    --------
+    >>> capped_uniform_softmax_error(torch.tensor([1e8], dtype=torch.float64), math.pi / 3)  # -> 1 - cos(pi/3)
+    tensor([0.5000], dtype=torch.float64)
+    """
+    k = torch.as_tensor(kappa, dtype=torch.float64)
+    if not torch.isfinite(k).all() or (k <= 0).any():
+        raise ValueError("kappa must be finite and > 0")
+    r = check_positive(radius, "radius")
+    if r >= math.pi:
+        raise ValueError(f"radius must lie in (0, pi), got {r}")
+    u0 = 1 - math.cos(r)
+    L = 2 - u0
+    return u0 + 1 / k - L / torch.expm1(torch.clamp(k * L, max=700.0))
+
+
+def softmax_mean_quadrature(x, B, beta: float, density, *, nodes: int = 16, azimuths: int = 64, breaks=()) -> torch.Tensor:
+    r"""The softmax mean ``m_{beta,rho}(x)`` of a law with density ``f`` on S^2, by quadrature.
+
+    .. math::
+
+        m_{\beta,\rho}(x) = \frac{\int_{\mathbb S^2} y\, e^{\beta\langle x, By\rangle} f(y)\,d\sigma(y)}
+                                 {\int_{\mathbb S^2} e^{\beta\langle x, By\rangle} f(y)\,d\sigma(y)} .
+
+    Polar coordinates about ``y* = B^T x / |B^T x|``: with ``u = 1 - cos theta`` the area element is
+    ``du dphi`` and the weight is ``e^{kappa (1 - u)}``, ``kappa = beta |B^T x|`` (the constant
+    ``e^kappa`` cancels, so no overflow). In u: composite Gauss-Legendre with ``nodes`` points on
+    intervals split at ``2^j / kappa`` (fine where the weight lives) and at ``breaks`` (where f jumps,
+    e.g. a cap's edge ``1 - cos r``); in phi: the trapezoid rule with ``azimuths`` points (spectral
+    for smooth f). Independent of the closed forms (:func:`vmf_mixture_softmax_mean`,
+    :func:`capped_uniform_softmax_error`), which check it.
+
+    Parameters
+    ----------
+    x : (d,) or (m, 3) unit tokens; B : (3, 3) invertible; beta : > 0.
+    density : callable, (..., 3) points -> (...) non-negative values (need not be normalised).
+    nodes, azimuths : quadrature sizes; breaks : extra u-breakpoints in (0, 2) for every token.
+
+    Returns
+    -------
+    (m, 3) float64.
+
+    Examples
+    --------
+    >>> x = torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)
+    >>> uniform = lambda Y: torch.ones(Y.shape[:-1], dtype=Y.dtype)
+    >>> m = softmax_mean_quadrature(x, torch.eye(3, dtype=torch.float64), 50.0, uniform)
+    >>> round(1 - m[0, 2].item(), 12), round(1 - vmf_mean_length(50.0).item(), 12)  # 1/50: the closed form
+    (0.02, 0.02)
+    """
+    x = _unit_tokens(x)
+    beta = check_positive(beta, "beta")
+    if x.shape[-1] != 3:
+        raise ValueError(f"x must hold tokens on S^2 (d = 3), got d = {x.shape[-1]}")
+    if not callable(density):
+        raise TypeError(f"density must be a callable (..., 3) -> (...), got {type(density).__name__}")
+    nodes = int(nodes)
+    azimuths = int(azimuths)
+    if nodes < 2 or azimuths < 4:
+        raise ValueError(f"need nodes >= 2 and azimuths >= 4, got {nodes} and {azimuths}")
+    extra = [float(b) for b in breaks]
+    if any(not 0 < b < 2 for b in extra):
+        raise ValueError(f"breaks must lie in (0, 2), got {extra}")
+    ystar = maximiser(x, B)
+    kappas = beta * (x @ check_matrix(_square(B, "B"), 3, "B", like=x)).norm(dim=-1)
+    g, gw = (torch.as_tensor(a, dtype=x.dtype) for a in _gauss_legendre(nodes))
+    phi = torch.arange(azimuths, dtype=x.dtype) * (2 * math.pi / azimuths)
+    cp, sp = torch.cos(phi), torch.sin(phi)
+    out = []
+    for y0, kappa in zip(ystar, kappas.tolist()):
+        # orthonormal tangent basis (e1, e2) at y0
+        a = torch.zeros(3, dtype=x.dtype)
+        a[int(torch.argmin(y0.abs()))] = 1.0
+        e1 = a - (a @ y0) * y0
+        e1 = e1 / e1.norm()
+        e2 = torch.linalg.cross(y0, e1)
+        cuts = {0.0, 2.0, *extra}
+        for anchor in (0.0, *extra):  # fine intervals after 0 and after every jump of f
+            j = -3
+            while anchor + 2.0**j / kappa < 2.0 and j < 60:
+                cuts.add(anchor + 2.0**j / kappa)
+                j += 1
+        cuts = sorted(cuts)
+        lo = torch.tensor(cuts[:-1], dtype=x.dtype)
+        hi = torch.tensor(cuts[1:], dtype=x.dtype)
+        u = ((hi - lo)[:, None] * (g[None] + 1) / 2 + lo[:, None]).reshape(-1)  # (U,)
+        s = torch.sqrt(torch.clamp(u * (2 - u), min=0.0))
+        Y = ((1 - u)[:, None, None] * y0 + s[:, None, None] * (cp[None, :, None] * e1 + sp[None, :, None] * e2))  # (U, P, 3)
+        f = torch.as_tensor(density(Y), dtype=x.dtype)
+        if f.shape != Y.shape[:-1] or not torch.isfinite(f).all() or (f < 0).any():
+            raise ValueError("density must return finite non-negative values of shape points.shape[:-1]")
+        seen = (f > 0).any(-1)
+        if not seen.any():
+            raise ValueError("the density vanishes at every quadrature node")
+        u_first = u[seen].min()  # weights relative to the first u where f > 0: no underflow behind a hole
+        wu = ((hi - lo)[:, None] / 2 * gw[None]).reshape(-1) * torch.exp(-kappa * torch.clamp(u - u_first, min=0.0))  # f = 0 below u_first
+        w = wu[:, None] * f
+        Z = w.sum()
+        if not Z > 0:
+            raise ValueError("the density integrates to 0 against the softmax weight")
+        out.append((w[..., None] * Y).sum((0, 1)) / Z)
+    return torch.stack(out)
+
+
+def _gauss_legendre(n: int):
+    import numpy as np
+
+    return np.polynomial.legendre.leggauss(n)
+
+
+def laplace_leading_error(x, B, beta: float, grad_log_density) -> torch.Tensor:
+    r"""The leading term of ``|m_{beta,rho}(x) - y*(x)|`` as beta grows, for a smooth positive density f on S^2.
+
+    Near ``y*`` the tilted law is a Gaussian in the tangent plane with covariance ``I / kappa``
+    (``kappa = beta |B^T x|``) shifted by ``grad_S log f(y*) / kappa``, and ``E[1 - cos theta] = 1/kappa``,
+    so (derived here, not the paper's)
+
+    .. math::
+
+        |m_{\beta,\rho}(x) - y^*(x)| = \frac{\sqrt{1 + |\nabla_{\mathbb S}\log f(y^*)|^2}}{\beta\,|B^\top x|} + O(\beta^{-2}),
+
+    a rate 1/beta, faster than Lemma 5's ``sqrt(log(beta+1)/beta)``. ``grad_log_density``: (m, 3) the
+    ambient gradient of log f at ``y*(x)`` (its tangential part is taken here). Returns (m,).
+
+    Examples
+    --------
+    >>> x = torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)
+    >>> laplace_leading_error(x, torch.eye(3, dtype=torch.float64), 100.0, torch.zeros(1, 3, dtype=torch.float64))
+    tensor([0.0100], dtype=torch.float64)
+    """
+    x = _unit_tokens(x)
+    beta = check_positive(beta, "beta")
+    ys = maximiser(x, B)
+    g = torch.as_tensor(grad_log_density, dtype=x.dtype).reshape(ys.shape)
+    gt = g - (g * ys).sum(-1, keepdim=True) * ys
+    scale = beta * (x @ check_matrix(_square(B, "B"), x.shape[-1], "B", like=x)).norm(dim=-1)
+    return torch.sqrt(1 + (gt**2).sum(-1)) / scale
+
+
+# ----------------------------------------------------------------------------- App. C.3: the interaction energy
+
+
+def log_energy(X, B, beta: float) -> torch.Tensor:
+    r"""``log E_B(mu_X)`` of App. C.3's interaction energy for the empirical law of X, per trial.
+
+    .. math::
+
+        \mathcal E_B(\mu) = \iint e^{\beta\langle x, B y\rangle}\,d\mu(x)\,d\mu(y), \qquad
+        \log\mathcal E_B(\mu_X) = \operatorname{logsumexp}_{i,j}\big(\beta\langle x_i, B x_j\rangle\big) - 2\log n ,
+
+    finite for any beta (log-sum-exp). For ``B = V`` eq. (1) increases it, for ``B = -V`` decreases
+    it (the gradient-flow case). X: (trials, n, d) or (n, d); B: (d, d). Returns (trials,).
+
+    Examples
+    --------
+    >>> X = torch.tensor([[1.0, 0.0], [-1.0, 0.0]], dtype=torch.float64)  # two antipodal tokens
+    >>> round(log_energy(X, torch.eye(2, dtype=torch.float64), 2.0).exp().item(), 6)  # (2 e^2 + 2 e^-2) / 4
+    3.762196
+    """
+    X = as_tokens(X)
+    beta = check_positive(beta, "beta")
+    Bm = check_matrix(_square(B, "B"), X.shape[-1], "B", like=X)
+    S = beta * (X @ Bm @ X.transpose(-1, -2))
+    return torch.logsumexp(S.flatten(1), dim=-1) - 2 * math.log(X.shape[1])
+
+
+def log_two_pole_energy(q_plus, lam: float, beta: float) -> torch.Tensor:
+    r"""``log E_B`` of ``q_+ delta_v + q_- delta_{-v}`` for an eigenvector v of a symmetric B, ``B v = lam v``.
+
+    .. math::
+
+        \mathcal E_B = (q_+^2 + q_-^2)\, e^{\beta\lambda} + 2 q_+ q_-\, e^{-\beta\lambda}, \qquad q_- = 1 - q_+ .
+
+    ``q_plus = 1`` is one Dirac (``e^{beta lam}``), ``q_plus = 1/2`` the balanced pair
+    (``cosh(beta lam)``): App. C.3's optimal states are these for ``lam = lambda_max(B) > 0``
+    (maximisation, B positive definite) and ``lam = lambda_min(B) < 0`` (B negative semi-definite).
+    Returns a float64 tensor of q_plus's shape.
+
+    Examples
+    --------
+    >>> log_two_pole_energy(torch.tensor([1.0, 0.5], dtype=torch.float64), 2.0, 1.0).exp()  # e^2, cosh 2
+    tensor([7.3891, 3.7622], dtype=torch.float64)
+    """
+    q = torch.as_tensor(q_plus, dtype=torch.float64)
+    if not torch.isfinite(q).all() or (q < 0).any() or (q > 1).any():
+        raise ValueError("q_plus must lie in [0, 1]")
+    lam = check_real(lam, "lam")
+    beta = check_positive(beta, "beta")
+    same = torch.log(q**2 + (1 - q) ** 2) + beta * lam  # q^2 + (1-q)^2 >= 1/2: finite
+    cross = torch.log(torch.clamp(2 * q * (1 - q), min=1e-300)) - beta * lam
+    cross = torch.where(q * (1 - q) > 0, cross, torch.full_like(cross, -math.inf))
+    return torch.logaddexp(same, cross)
+
+
+# ----------------------------------------------------------------------------- App. B: consensus on an eigenvector
+
+
+def consensus_growth_rates(V, index: int) -> dict[str, object]:
+    r"""Linear growth rates of a small perturbation of the consensus ``x_i = v`` of eq. (1), ``v`` the
+    eigenvector ``index`` (ascending eigenvalues) of a symmetric V.
+
+    Writing ``x_i = v + eps_i`` with ``eps_i`` tangent at v, the weights are ``1/n + O(eps)`` and sum
+    to 1, so to first order (derived here; B and beta enter only at second order)
+
+    .. math::
+
+        \dot\varepsilon_i = \mathbf P_v V\bar\varepsilon - \lambda_v\,\varepsilon_i, \qquad
+        \bar\varepsilon = \tfrac1n\textstyle\sum_j\varepsilon_j :
+
+    the spread ``eps_i - eps_bar`` grows at rate ``-lambda_v`` and the mean's component along each
+    other eigenvector ``u_k`` at ``lambda_k - lambda_v``. Consensus at v is linearly stable iff
+    ``lambda_v > 0`` and ``lambda_v > lambda_k`` for all k != v: only on a top eigenvector of V with a
+    positive eigenvalue (App. B, citing Altafini's Theorem 2).
+
+    Returns
+    -------
+    dict with ``lam`` (the eigenvalues, ascending, float), ``spread`` (float), ``modes`` (list of
+    ``(k, rate)`` for the other eigenvectors) and ``stable`` (bool).
+
+    Examples
+    --------
+    >>> r = consensus_growth_rates(torch.diag(torch.tensor([-1.0, 1.0, -2.0], dtype=torch.float64)), 2)  # v = e2
+    >>> r["spread"], r["modes"], r["stable"]
+    (-1.0, [(0, -3.0), (1, -2.0)], True)
+    """
+    Vm = _square(V, "V")
+    _check_symmetric(Vm, "V", 1e-9 if Vm.dtype == torch.float64 else 1e-5)
+    lam = torch.linalg.eigvalsh(Vm).tolist()
+    d = len(lam)
+    if isinstance(index, bool) or int(index) != index or not 0 <= index < d:
+        raise ValueError(f"index must be an integer in [0, {d}), got {index!r}")
+    index = int(index)
+    if min(abs(lam[k] - lam[index]) for k in range(d) if k != index) < 1e-9 * max(1.0, max(map(abs, lam))):
+        raise ValueError("the eigenvalue of index must be simple (a repeated one has no single eigenvector)")
+    modes = [(k, lam[k] - lam[index]) for k in range(d) if k != index]
+    spread = -lam[index]
+    return {"lam": lam, "spread": spread, "modes": modes, "stable": bool(spread < 0 and all(r < 0 for _, r in modes))}
