@@ -244,3 +244,49 @@ def test_eps_sweep_claims_fail_when_moved(sweep):
     assert status(judge(dict(sweep, eps_star=es)), "A-thm4.6-part1") == "not-reproduced"
     assert status(judge(dict(sweep, exponent_exit=-0.5)), "A-eps-scaling") == "not-reproduced"
     assert status(judge(dict(sweep, bound=sweep["bound"] / 10)), "A-thm4.6-bound-sweep") == "not-reproduced"
+
+
+# ----------------------------------------------------------------------------- Theorem D.2 (issue 17)
+
+
+@pytest.fixture(scope="module")
+def rweak():
+    return pt.weak_error(depths=(2, 4, 8, 16), samples=1500, ref_steps=16, rank_depths=(2,))
+
+
+def test_sde_without_noise_is_the_deterministic_dynamics():
+    # kappa -> 0: the SDE scheme and the layer maps reduce to the post-LN ODE x' = P_x V m(x),
+    # integrated here independently by the package's RK4 solver.
+    V = torch.diag(torch.tensor(pt.LAMBDAS3, dtype=F64))
+    x0 = init.uniform_sphere(1, 4, 3, generator=torch.Generator().manual_seed(3))[0]
+    ode = simulate(models.Sphere(A=V, V=V), x0[None], 1.0, method="rk4", dt=0.01).final
+    r = pt.coupled_samples(x0, V, (32, 64), 64, 1e-12, 2, torch.Generator().manual_seed(0))
+    phi = pt.weak_observable(ode).item()
+    assert (2 * r["fine"] - r["coarse"])[0].item() == pytest.approx(phi, abs=1e-4)  # Richardson: O(h^2)
+    e32, e64 = (r["layers"][i, 0].item() - phi for i in (0, 1))  # Euler with normalisation: O(1/L)
+    assert abs(e64) < 0.01 and e32 / e64 == pytest.approx(2.0, abs=0.2)
+
+
+def test_weak_error_small(rweak):
+    r = rweak
+    assert np.all(np.abs(r["error"]) > 2 * r["error_se"])  # every depth resolved (coupling)
+    assert r["slope"] == pytest.approx(-1.0, abs=0.2)
+    # rank-1 adapters of (19) have the covariance of the Gaussian ones: the same error within noise
+    assert abs(r["rank_error"][0] - r["error"][0]) < 3 * math.hypot(r["rank_error_se"][0], r["error_se"][0])
+
+
+def test_weak_error_claims_follow_the_measurement(rweak):
+    assert [c.status for c in judge(rweak)] == ["reproduced"]
+    # A wrong limit: (91) without its Ito drift. The error no longer vanishes with L and the row fails.
+    wrong = pt.weak_error(depths=(2, 4, 8, 16), samples=1500, ref_steps=16, rank_depths=(), ito_correction=False)
+    assert wrong["slope"] > -0.6
+    assert [c.status for c in judge(wrong)] == ["not-reproduced"]
+    # and a slope moved past its tolerance fails too
+    assert [c.status for c in judge(dict(rweak, slope=-1.0 + 2 * pt._slope_tol(rweak["slope_se"])))] == ["not-reproduced"]
+
+
+def test_weak_error_config_checks():
+    with pytest.raises(ValueError, match="divide"):
+        pt.weak_error(depths=(3, 4))
+    with pytest.raises(ValueError, match="increasing"):
+        pt.weak_error(depths=(4, 2))

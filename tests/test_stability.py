@@ -196,3 +196,163 @@ def test_mitigation_not_judged_below_the_gap_only():
 def test_bad_input(fn, kw, err, msg):
     with pytest.raises(err, match=msg):
         fn(**kw)
+
+
+# ----------------------------------------------------------------------------- Appendix C (issue 17)
+
+from companion.attention import attend  # noqa: E402
+from companion.theory import lora  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def rfield():
+    return st.field_bounds_check(draws=6, queries=6, radii=(0.5, 2.0), norms_A=(0.05, 1.0))
+
+
+def test_field_jacobian_is_the_weighted_covariance():
+    # Independent closed form: grad_x m_A = Cov_w(y) A, so grad X = V Cov_w(y) A (w the softmax weights at x).
+    g = torch.Generator().manual_seed(2)
+    A, V = (torch.randn(2, 3, 3, generator=g, dtype=torch.float64) for _ in range(2))
+    Y = torch.randn(2, 5, 3, generator=g, dtype=torch.float64)
+    x = torch.randn(2, 4, 3, generator=g, dtype=torch.float64)
+    J = st.field_jacobian(x, Y, A, V)
+    w = torch.softmax(torch.einsum("tkd,ted,tme->tkm", x, A, Y), dim=-1)  # <A x, y>
+    ybar = torch.einsum("tkm,tmd->tkd", w, Y)
+    C = torch.einsum("tkm,tmd,tme->tkde", w, Y, Y) - ybar[..., :, None] * ybar[..., None, :]
+    np.testing.assert_allclose(J.numpy(), (V[:, None] @ C @ A[:, None]).numpy(), atol=1e-12)
+
+
+def test_field_bounds_extremal_cases_match_closed_forms(rfield):
+    ext = rfield["extremal"]
+    for key in ("field", "jacobian", "value", "qk_in", "general_in", "c43"):
+        got, want = ext[key]
+        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=key)
+    got, want = ext["qk_out"]  # off the ball a random query may exceed the chosen one by O(b^3)
+    np.testing.assert_allclose(got, want, rtol=1e-3)
+    # the derived sharp constants hold on every case (|x| <= R)
+    for key in ("r41_sharp", "r45_sharp", "r49_sharp"):
+        assert np.nanmax(rfield[key]) <= 1 + 1e-9, key
+    # (43) fails exactly below the derived threshold for the Dirac pair
+    dirac = rfield["kind"] == 1
+    np.testing.assert_array_equal(rfield["r42"][dirac] > 1, rfield["z"][dirac] < lora.c43_threshold())
+
+
+def test_field_bounds_claims_follow_the_measurement(rfield):
+    rows = judge(rfield)
+    assert [c.id for c in rows] == ["A-lemmaC.1-field-bound", "A-lemmaC.1-jacobian-bound", "A-lemmaC.1-lipschitz-constant",
+                                    "A-lemmaC.2-value-bound", "A-lemmaC.3-qk-bound", "A-lemmaC.4-general-bound"]
+    assert [c.status for c in rows] == ["reproduced", "reproduced", "not-reproduced", "reproduced", "partly", "partly"]
+    # Each inequality fails when its measurement moves 1 % above the bound ...
+    for key, row in (("r40", 0), ("r41", 1), ("r44", 3), ("r45_in", 4), ("r49_in", 5)):
+        moved = dict(rfield, **{key: np.maximum(rfield[key], 1.01)})
+        assert statuses(moved)[row] == "not-reproduced", key
+    # ... (42)-(43) holds where R^2 |A| is large, and C.3 / C.4 are reproduced when nothing is measured off the ball.
+    big = rfield["z"] > 1
+    assert statuses(dict(rfield, r42=np.where(big, rfield["r42"], 0.0)))[2] == "reproduced"
+    assert statuses(dict(rfield, r45_out=rfield["r45_in"], r49_out=rfield["r49_in"]))[4:] == ["reproduced"] * 2
+    # A wrong model: weights not normalised (the "usa" field, sum_j e^{<Ax, y_j>} V y_j / m) breaks (40).
+    c = st._field_cases(st.FieldBoundsConfig(draws=4, queries=4, radii=(2.0,), norms_A=(1.0,)), torch.Generator().manual_seed(0))
+    x, Y, A, V = c["xin"], c["Y"], c["A"], c["V"]
+    usa = attend(x @ A.transpose(-1, -2), Y, Y @ V.transpose(-1, -2), 1.0, normalization="usa").norm(dim=-1).amax(-1)
+    r40 = (usa / (torch.linalg.matrix_norm(V, ord=2) * c["R"])).numpy()
+    assert statuses(dict(rfield, r40=r40))[0] == "not-reproduced"
+
+
+@pytest.fixture(scope="module")
+def rwin():
+    return st.closeness_window(n=8, eps=(0.03, 0.01, 0.003), t1=30.0, n_save=61)
+
+
+def test_closeness_window_shape(rwin):
+    r = rwin
+    assert np.all(np.diff(r["t_star"]) > 0)  # smaller perturbations stay close longer
+    assert np.all(r["t_bound"] < 0.1 * r["t_star"])  # the guaranteed window is far shorter
+    # W2 is linear in eps at early times: the growth curves W2/eps coincide (independent of the level)
+    early = r["ts"] <= 2.0
+    g = r["w2"][:, early][:, 1:] / r["eps"][:, None]
+    np.testing.assert_allclose(g[0], g[-1], rtol=0.02)
+    # the slope of t* against ln(1/eps) is 1 / lambda, lambda read off W2's growth (a second estimate)
+    assert r["slope"] * r["growth_rate"] == pytest.approx(1.0, abs=0.3)
+
+
+def test_closeness_window_claims_follow_the_measurement(rwin):
+    assert statuses(rwin) == ["reproduced"]
+    # A measured t* before the guaranteed window (the bound violated) fails the row.
+    assert statuses(dict(rwin, min_ratio=0.9)) == ["not-reproduced"]
+
+
+@pytest.fixture(scope="module")
+def rinit():
+    return st.initial_laws(n=8, seeds=1, deltas=(1e-2, 1e-1), t1=2.0, n_save=6, lip_points=32)
+
+
+def test_initial_laws_small(rinit):
+    r = rinit
+    assert np.all(r["ratio"][..., 0] == pytest.approx(1.0))  # equality at t = 0
+    assert r["max_ratio"] <= 1 and r["max_ratio_proof"] <= 1
+    assert np.all(np.diff(r["L"], axis=1) >= 0)  # running maximum
+    # The sampled Lipschitz constant is at least |V|_op minus the attention term's share, and it matches a
+    # finite-difference Jacobian at a token (a second method).
+    g = torch.Generator().manual_seed(0)
+    V = torch.diag(torch.tensor([0.5, 0.1, -0.4], dtype=torch.float64))[None]
+    A = torch.eye(3, dtype=torch.float64)[None]
+    Y = torch.randn(1, 5, 3, generator=g, dtype=torch.float64)
+    x = Y[:, :1].clone()
+    J = np.zeros((3, 3))
+    for b in range(3):
+        e = torch.zeros(3, dtype=torch.float64)
+        e[b] = 1e-6
+        J[:, b] = ((st.rescaled_field_at(x + e, Y, A, V, 0.3) - st.rescaled_field_at(x - e, Y, A, V, 0.3)) / 2e-6)[0, 0].numpy()
+    assert st._rescaled_lipschitz(x, Y, A, V, 0.3).item() == pytest.approx(np.linalg.norm(J, 2), rel=1e-6)
+
+
+def test_initial_laws_claims_follow_the_measurement(rinit):
+    assert statuses(rinit) == ["reproduced"]
+    assert statuses(dict(rinit, max_ratio=1.0 + 1e-6)) == ["not-reproduced"]
+
+
+@pytest.fixture(scope="module")
+def rcone():
+    return st.cone_collapse(n=8, gammas=(0.05, 0.5), draws=2, t1=30.0, dt=0.1, n_save=31)
+
+
+def test_cone_collapse_small(rcone):
+    r = rcone
+    assert np.all(r["phi0"] >= r["gamma"])
+    assert np.all(r["final_err"] < 1e-3)  # every token at u1
+    assert r["max_ratio"] <= 1
+
+
+def test_cone_collapse_claims_follow_the_measurement(rcone):
+    assert statuses(rcone) == ["reproduced"]
+    # The rate of a wrong model (a gap three times too large, a faster guaranteed collapse) is violated.
+    ts = rcone["ts"]
+    fast = np.stack([lora.cone_collapse_bound(float(p), 3 * float(g), ts).numpy() for p, g in zip(rcone["phi0"], rcone["gap"])])
+    ok = (fast > st.CONE_FLOOR) & (np.asarray(ts) > 0)
+    wrong = float(np.max(np.where(ok, rcone["err"] / np.where(ok, fast, 1.0), 0.0)))
+    assert statuses(dict(rcone, max_ratio=wrong)) == ["not-reproduced"]
+
+
+def test_top_eigvec_against_spectral_perturbation():
+    r = st.top_eigvec(dims=(3, 5), draws=200)
+    assert r["max_dk_ratio"] <= 1 + 1e-9 and r["max_ratio"] <= lora.DAVIS_KAHAN_CONSTANT
+    assert 0 < r["kept"] <= r["drawn"] == 400
+    # under (15) the constant of (16) is at most 1 (the chapter's derivation), and well above 0
+    assert 0.1 < r["max_ratio_holds"] <= 1
+    assert statuses(r) == ["reproduced"]
+    assert statuses(dict(r, max_ratio=1.01 * lora.DAVIS_KAHAN_CONSTANT)) == ["not-reproduced"]
+
+
+@pytest.mark.parametrize(
+    "fn, kw, err, msg",
+    [
+        (st.field_bounds_check, dict(radii=(0.0,)), ValueError, "radii"),
+        (st.closeness_window, dict(eps=(0.01, 0.1, 0.001)), ValueError, "decreasing"),
+        (st.initial_laws, dict(lambdas=(1.0, 0.5)), ValueError, "lambdas"),
+        (st.cone_collapse, dict(gammas=(1.5,)), ValueError, "gammas"),
+        (st.top_eigvec, dict(gaps=(0.5, 2.0)), ValueError, "gaps"),
+    ],
+)
+def test_bad_input_appendix_c(fn, kw, err, msg):
+    with pytest.raises(err, match=msg):
+        fn(**kw)

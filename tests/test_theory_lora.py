@@ -261,3 +261,69 @@ def test_cone_collapse_bound_solves_its_ode():
     assert lora.cone_collapse_bound(phi0, gap, 200.0).item() < 1e-40  # no cancellation to 0 too early
     with pytest.raises(ValueError, match="phi0"):
         lora.cone_collapse_bound(-0.1, gap, 1.0)
+
+
+# ----------------------------------------------------------------------------- Appendix C (issue 17)
+
+
+def test_c2_constant_by_hand_and_the_dirac_threshold():
+    # (43) at R = 0.5, |A| = 2, |V| = 3: 2 * 0.25 * 3 * 2 * (1 + e^{2 * 0.25 * 2})
+    assert lora.c2_constant(0.5, 2.0, 3.0) == pytest.approx(3.0 * (1 + math.e))
+    z = lora.c43_threshold()
+    assert 0.19 < z < 0.21 and lora.dirac_pair_ratio(z) == pytest.approx(1.0, abs=1e-12)
+    # two Dirac masses by hand: the field is V y whatever A, so the ratio to C2 W2 is |V| / C2
+    R, nA = 1.0, 0.05
+    assert lora.dirac_pair_ratio(R**2 * nA) == pytest.approx(1.0 / lora.c2_constant(R, nA, 1.0))
+    assert lora.dirac_pair_ratio(0.9 * z) > 1 > lora.dirac_pair_ratio(1.1 * z)
+    with pytest.raises(ValueError, match="R"):
+        lora.c2_constant(0.0, 1.0, 1.0)
+
+
+def test_field_bounds_printed_and_sharp():
+    g = torch.Generator().manual_seed(4)
+    A, V, dA, dV = (torch.randn(3, 3, generator=g, dtype=f64) for _ in range(4))
+    b = lora.field_bounds(1.5, A, V, dA, dV)
+    nA, nV, ndA, ndV = (lora.op_norm(M) for M in (A, V, dA, dV))
+    nmin = min(nV, lora.op_norm(V + dV))
+    assert b.field == pytest.approx(nV * 1.5)
+    assert b.jacobian == pytest.approx(2 * b.jacobian_sharp) and b.jacobian_sharp == pytest.approx(nA * nV * 1.5**2)
+    assert b.qk == pytest.approx(4 * b.qk_sharp) and b.qk_sharp == pytest.approx(1.5**3 * nV * ndA)
+    assert b.general == pytest.approx(2 * 1.5**3 * nmin * ndA + ndV * 1.5)
+    assert b.general_sharp == pytest.approx(1.5**3 * nmin * ndA + ndV * 1.5)
+    assert b.c2 == pytest.approx(lora.c2_constant(1.5, nA, nV))
+    with pytest.raises(ValueError, match="dV"):
+        lora.field_bounds(1.0, A, V, dA, torch.zeros(2, 2, dtype=f64))
+
+
+def test_bound_crossing_time_is_where_the_bound_meets_the_level():
+    g = torch.Generator().manual_seed(1)
+    A, V, dV = (torch.randn(3, 3, generator=g, dtype=f64) / 3 for _ in range(3))
+    for eps in (1e-2, 1e-4):
+        t = lora.bound_crossing_time(A, V, 0 * A, eps * dV, 1.0, 0.1)
+        assert 0 < t < 10
+        at = lora.prop31_bound(A, V, 0 * A, eps * dV, 1.0, [0.999 * t, t]).log10_w2_bound
+        assert float(at[0]) < -1.0 <= float(at[1]) + 1e-9
+    # smaller perturbations, longer windows; a bound already above the level gives 0
+    assert lora.bound_crossing_time(A, V, 0 * A, 1e-4 * dV, 1.0, 0.1) > lora.bound_crossing_time(A, V, 0 * A, 1e-2 * dV, 1.0, 0.1)
+    assert lora.bound_crossing_time(A, V, 0 * A, 10 * dV, 1.0, 0.1) == 0.0
+
+
+def test_davis_kahan_drift_bound_holds_on_random_updates():
+    # The explicit constant 2 sqrt(2) (Yu, Wang, Samworth) with |R| <= |b| + |E|: never exceeded,
+    # including updates that break condition (15); the exact drift comes from eigh (spectral_perturbation).
+    g = torch.Generator().manual_seed(7)
+    worst = 0.0
+    for k in range(300):
+        d = 3 + k % 5
+        Q = init.random_orthogonal(d, generator=g)
+        lam = torch.sort(torch.rand(d, generator=g, dtype=f64), descending=True).values
+        V = Q @ torch.diag(lam) @ Q.T
+        W = torch.randn(d, d, generator=g, dtype=f64)
+        dV = (10 ** (-3 + 3.5 * torch.rand(1, generator=g, dtype=f64))).item() * (W + W.T) / 2
+        sp = lora.spectral_perturbation(V, dV)
+        dk = lora.davis_kahan_drift_bound(sp.gap, sp.a, sp.b_norm, sp.E_norm)
+        if math.isfinite(dk):
+            assert sp.drift <= dk * (1 + 1e-9)
+            worst = max(worst, sp.drift / dk)
+    assert 0.05 < worst <= 1.0
+    assert lora.davis_kahan_drift_bound(1.0, -1.5, 0.1, 0.1) == math.inf

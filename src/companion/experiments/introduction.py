@@ -22,7 +22,7 @@ from ..metrics import cluster_count, modal_masses, rho_min
 from ..models import Sphere
 from ..report import below
 from ..theory.consensus import consensus_modal_masses, consensus_solution
-from . import claims_for, experiment
+from . import PaperScale, claims_for, experiment
 
 __all__ = ["ClusteringConfig", "clustering", "plot_clustering", "clustering_claims",
            "ConsensusConfig", "consensus", "plot_consensus", "consensus_claims"]
@@ -85,6 +85,18 @@ class ConsensusConfig:
 def plot_clustering(result: dict[str, Any], axes=None):
     """3-D scatter of trial 0 at the snapshot times (one panel each); returns the axes.
 
+    Parameters
+    ----------
+    result : dict
+        What :func:`clustering` returns.
+    axes : sequence of 3-D matplotlib.axes.Axes, optional
+        One panel per snapshot time (``result["times"]``); None opens a new figure with them.
+
+    Returns
+    -------
+    axes : list of 3-D matplotlib.axes.Axes
+        The panels drawn on: ``axes`` as given, or the new figure's.
+
     Examples
     --------
     >>> import matplotlib
@@ -118,7 +130,10 @@ def plot_clustering(result: dict[str, Any], axes=None):
 
 
 @experiment("intro-clustering", chapter="introduction", plot=plot_clustering,
-            profiles={"fast": ClusteringConfig(), "full": ClusteringConfig(trials=1024)})
+            profiles={"fast": ClusteringConfig(), "full": ClusteringConfig(trials=1024)},
+            paper=PaperScale(note="An illustration, not a figure of the four papers: no paper sizes. n = 64 tokens on "
+                                  "S^2 at beta = 1, RK4 at step 0.1 (paper A's integrator, App. E.1), 1024 ensembles "
+                                  "for the one-cluster fraction."))
 def clustering(cfg: ClusteringConfig, generator: torch.Generator, device: str) -> dict[str, Any]:
     """Tokens on S^{d-1} with Q = K = V = I (paper D's SA model): clusters form, then merge into one.
 
@@ -171,6 +186,18 @@ def clustering_claims(result: dict[str, Any], cfg: ClusteringConfig) -> list[led
 def plot_consensus(result: dict[str, Any], ax=None):
     """Modal masses p_k(t): closed form (lines) against the simulator (markers); returns the axes.
 
+    Parameters
+    ----------
+    result : dict
+        What :func:`consensus` returns.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; None opens a new figure.
+
+    Returns
+    -------
+    ax : matplotlib.axes.Axes
+        The axes drawn on.
+
     Examples
     --------
     >>> import matplotlib
@@ -194,7 +221,9 @@ def plot_consensus(result: dict[str, Any], ax=None):
 
 
 @experiment("intro-consensus", chapter="introduction", plot=plot_consensus,
-            profiles={"fast": ConsensusConfig(), "full": ConsensusConfig()})
+            profiles={"fast": ConsensusConfig(), "full": ConsensusConfig()},
+            paper=PaperScale(note="Paper C's consensus closed form (Sec. 4.1) comes with no numerical setting; the "
+                                  "check is exact at any size, so full = fast."))
 def consensus(cfg: ConsensusConfig, generator: torch.Generator, device: str) -> dict[str, Any]:
     """All n tokens start at one point x0: the simulator against the consensus closed form.
 

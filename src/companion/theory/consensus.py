@@ -13,7 +13,13 @@ __all__ = ["consensus_solution", "consensus_modal_masses"]
 
 
 def consensus_solution(x0: torch.Tensor, V: torch.Tensor, t: torch.Tensor | float) -> torch.Tensor:
-    """``x(t) = e^{tV} x0 / |e^{tV} x0|``.
+    r"""``x(t) = e^{tV} x0 / |e^{tV} x0|``.
+
+    .. math::
+
+        x(t) = \frac{e^{tV} x_0}{\lVert e^{tV} x_0\rVert}, \qquad \dot x = \mathbf P_x V x,
+
+    the motion of every token when all of them sit at one point (the weights are then uniform).
 
     Parameters
     ----------
@@ -41,7 +47,13 @@ def consensus_solution(x0: torch.Tensor, V: torch.Tensor, t: torch.Tensor | floa
 
 
 def consensus_modal_masses(p0: torch.Tensor, lambdas: torch.Tensor, t: torch.Tensor | float) -> torch.Tensor:
-    """``p_k(t) = p_k(0) e^{2 lambda_k t} / sum_l p_l(0) e^{2 lambda_l t}`` (softmax over k, stable).
+    r"""``p_k(t) = p_k(0) e^{2 lambda_k t} / sum_l p_l(0) e^{2 lambda_l t}`` (softmax over k, stable).
+
+    .. math::
+
+        p_k(t) = \frac{p_k(0)\, e^{2\lambda_k t}}{\sum_{l=1}^d p_l(0)\, e^{2\lambda_l t}},
+        \qquad p_k = \langle x, e_k\rangle^2, \quad V = \sum_k \lambda_k e_k e_k^\top
+        \ (\text{paper C, eq. (4.4)}).
 
     Parameters
     ----------

@@ -15,6 +15,10 @@ perturbations of (Q, K, V). Pure closed-form functions; no simulation here.
   reads ``alpha_j`` and ``e_j`` off ``(V, dV)``.
 * :func:`orthogonal_projection_update`: the mitigation of Section 3.2, ``P_perp dV P_perp`` rescaled
   to the norm of ``dV``.
+* Appendix C: :func:`field_bounds` (the right sides of Lemmas C.1-C.4, as printed and with the
+  sharper constants derived there), :func:`c2_constant` (eq. 43) with :func:`dirac_pair_ratio` and
+  :func:`c43_threshold` (where two Dirac measures violate it), :func:`bound_crossing_time` (the window
+  of Remark C.6) and :func:`davis_kahan_drift_bound` (Lemma C.14 with an explicit constant).
 
 Reading of ``u1~``. The sentence before Prop. 3.3 calls ``u1~`` "the leading eigenvector of dV";
 Lemma C.14 (the proof) defines it as the leading eigenvector of ``V~ = V + dV``, and Lemma C.13
@@ -51,6 +55,14 @@ __all__ = [
     "remark34_prediction",
     "orthogonal_projection_update",
     "cone_collapse_bound",
+    "c2_constant",
+    "dirac_pair_ratio",
+    "c43_threshold",
+    "FieldBounds",
+    "field_bounds",
+    "bound_crossing_time",
+    "DAVIS_KAHAN_CONSTANT",
+    "davis_kahan_drift_bound",
 ]
 
 _LN10 = math.log(10.0)
@@ -74,7 +86,11 @@ def _as_matrix(M: Any, name: str, d: int | None = None) -> torch.Tensor:
 
 
 def op_norm(M: Any) -> float:
-    """Operator (spectral) norm ``|M|_op``, the largest singular value.
+    r"""Operator (spectral) norm ``|M|_op``, the largest singular value.
+
+    .. math::
+
+        \lVert M\rVert_{\rm op} = \max_{\lVert x\rVert = 1} \lVert M x\rVert = \sigma_{\max}(M) .
 
     Examples
     --------
@@ -114,9 +130,20 @@ class Prop31Bound:
 
 
 def prop31_bound(A: Any, V: Any, dA: Any, dV: Any, M0: float, t: Any, *, variant: str = "main") -> Prop31Bound:
-    """Bound (14) of Proposition 3.1 for base ``(A, V)``, perturbation ``(dA, dV)`` and tokens in B(0, M0).
+    r"""Bound (14) of Proposition 3.1 for base ``(A, V)``, perturbation ``(dA, dV)`` and tokens in B(0, M0).
 
     ``W2(mu_t, nu_t)^2 <= L_t exp(2 C_t e^{3 D_t})`` with the constants of the module docstring.
+
+    .. math::
+
+        W_2(\mu_t, \nu_t)^2 \le L_t \exp\big(2 C_t e^{3 D_t}\big), \qquad
+        D_t = 2 \lVert A\rVert \lVert V\rVert M_0^2 e^{2\lVert V\rVert t} t, \qquad
+        R_t = M_0 e^{\max(\lVert V\rVert, \lVert \tilde V\rVert) t},
+
+    and, as printed (``"main"``), :math:`L_t = 6 \max(\lVert dV\rVert^2, \lVert dA\rVert \lVert V\rVert)`,
+    :math:`C_t = 4 \lVert V\rVert^2 \lVert A\rVert^2 R_t^2 (1 + e^{2 R_t \lVert A\rVert})^2 t`;
+    from the proof (``"appendix"``), :math:`L_t = 6 R_t^3 \max(\dots)` and :math:`C_t = t\, C_2(R_t)^2`,
+    :math:`C_2(R) = 2 R^2 \lVert V\rVert \lVert A\rVert (1 + e^{2 R^2 \lVert A\rVert})`.
 
     Parameters
     ----------
@@ -188,7 +215,11 @@ def _safe_log(x: float) -> float:
 
 
 def top_eigenvector(M: Any, reference: Any | None = None) -> tuple[float, torch.Tensor]:
-    """Largest eigenvalue and unit eigenvector of a symmetric matrix, signed so ``<v, reference> >= 0``.
+    r"""Largest eigenvalue and unit eigenvector of a symmetric matrix, signed so ``<v, reference> >= 0``.
+
+    .. math::
+
+        M v = \lambda_{\max} v, \qquad \lVert v\rVert = 1, \qquad \langle v, \text{reference}\rangle \ge 0 .
 
     Examples
     --------
@@ -209,7 +240,11 @@ def top_eigenvector(M: Any, reference: Any | None = None) -> tuple[float, torch.
 
 
 def condition15_margin(gap: float, a: float, b_norm: float, E_norm: float) -> float:
-    """``gap + a - (2 |b| + |E|_op)``: condition (15) of Prop. 3.3 holds iff this is > 0.
+    r"""``gap + a - (2 |b| + |E|_op)``: condition (15) of Prop. 3.3 holds iff this is > 0.
+
+    .. math::
+
+        \text{margin} = \lambda_1 - \lambda_2 + a - \big(2 \lVert b\rVert + \lVert E\rVert_{\rm op}\big) .
 
     Examples
     --------
@@ -220,7 +255,13 @@ def condition15_margin(gap: float, a: float, b_norm: float, E_norm: float) -> fl
 
 
 def bound16(gap: float, a: float, b_norm: float, E_norm: float) -> float:
-    """Right side of (16), ``(2 |b| + |E|_op) / (gap + a)``; ``inf`` when ``gap + a <= 0``.
+    r"""Right side of (16), ``(2 |b| + |E|_op) / (gap + a)``; ``inf`` when ``gap + a <= 0``.
+
+    .. math::
+
+        \frac{2 \lVert b\rVert + \lVert E\rVert_{\rm op}}{\lambda_1 - \lambda_2 + a},
+
+    which (16) multiplies by a constant to bound the drift :math:`\lVert u_1 - \tilde u_1\rVert`.
 
     Examples
     --------
@@ -268,7 +309,13 @@ class SpectralPerturbation:
 
 
 def spectral_perturbation(V: Any, dV: Any, *, reference: Any | None = None) -> SpectralPerturbation:
-    """The decomposition ``dV = a u1 u1^T + u1 b^T + b u1^T + E`` of Lemma C.14 and the exact drift.
+    r"""The decomposition ``dV = a u1 u1^T + u1 b^T + b u1^T + E`` of Lemma C.14 and the exact drift.
+
+    .. math::
+
+        dV = a\, u_1 u_1^\top + u_1 b^\top + b\, u_1^\top + E, \qquad
+        a = u_1^\top dV u_1, \quad b = P_\perp dV u_1, \quad E = P_\perp dV P_\perp, \quad
+        P_\perp = I - u_1 u_1^\top .
 
     Parameters
     ----------
@@ -336,8 +383,13 @@ def spectral_perturbation(V: Any, dV: Any, *, reference: Any | None = None) -> S
 
 
 def cone_collapse_bound(phi0: float, gap: float, t: Any) -> torch.Tensor:
-    """Lemma C.13's rate: ``max_i |x_i(t) - u1| <= sqrt(2 (1 - phi(t)))`` with
+    r"""Lemma C.13's rate: ``max_i |x_i(t) - u1| <= sqrt(2 (1 - phi(t)))`` with
     ``phi(t) = phi0 / sqrt(phi0^2 + (1 - phi0^2) e^{-2 gap t})``, ``phi0 = min_i <x_i(0), u1> > 0``.
+
+    .. math::
+
+        \max_i \lVert x_i(t) - u_1\rVert \le \sqrt{2 (1 - \varphi(t))}, \qquad
+        \varphi(t) = \frac{\varphi_0}{\sqrt{\varphi_0^2 + (1 - \varphi_0^2)\, e^{-2 (\lambda_1 - \lambda_2) t}}} .
 
     Valid for the post-LayerNorm dynamics with ``A = V`` symmetric, simple top eigenvalue and
     ``|lambda_j| <= lambda_2`` for j >= 2 (e.g. V positive semi-definite). Computed without
@@ -364,7 +416,11 @@ def cone_collapse_bound(phi0: float, gap: float, t: Any) -> torch.Tensor:
 
 
 def commuting_coefficients(V: Any, dV: Any, *, tol: float = 1e-9) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(lambdas, alpha, e)`` of Remark 3.4 in V's eigenbasis ``u_1..u_d`` (decreasing eigenvalues).
+    r"""``(lambdas, alpha, e)`` of Remark 3.4 in V's eigenbasis ``u_1..u_d`` (decreasing eigenvalues).
+
+    .. math::
+
+        \alpha_j = \langle dV u_1, u_j\rangle, \qquad e_j = \langle u_j, dV u_j\rangle \qquad (j \ge 2) .
 
     ``alpha_j = <dV u1, u_j>`` and ``e_j = <u_j, dV u_j>`` (j >= 2; ``alpha_1 = e_1 = 0``), the
     eigenvalues of ``E`` when it commutes with ``Lambda``. Raises ValueError when ``E`` is not
@@ -397,7 +453,11 @@ def commuting_coefficients(V: Any, dV: Any, *, tol: float = 1e-9) -> tuple[torch
 
 
 def remark34_prediction(lambdas: Any, alpha: Any, e: Any, *, a: float = 0.0, all_terms: bool = False) -> float:
-    """Eq. (17): ``sum_{j >= 2, e_j != 0} (alpha_j / (lambda_1 + a - lambda_j - e_j))^2``.
+    r"""Eq. (17): ``sum_{j >= 2, e_j != 0} (alpha_j / (lambda_1 + a - lambda_j - e_j))^2``.
+
+    .. math::
+
+        \sum_{j \ge 2,\ e_j \ne 0} \bigg(\frac{\alpha_j}{\lambda_1 + a - \lambda_j - e_j}\bigg)^2 .
 
     With ``a = 0`` and ``all_terms=False`` this is (17) as printed. ``a = u1^T dV u1`` restores the
     shift of the top eigenvalue that first-order perturbation theory also gives (the printed
@@ -432,8 +492,13 @@ def remark34_prediction(lambdas: Any, alpha: Any, e: Any, *, a: float = 0.0, all
 
 
 def orthogonal_projection_update(dV: Any, u1: Any, *, keep_norm: str | None = "fro") -> torch.Tensor:
-    """``P_perp dV P_perp`` (``P_perp = I - u1 u1^T``), rescaled to dV's norm when ``keep_norm`` is
+    r"""``P_perp dV P_perp`` (``P_perp = I - u1 u1^T``), rescaled to dV's norm when ``keep_norm`` is
     ``"fro"`` or ``"op"`` (None: no rescaling). The projected update has ``a = 0`` and ``b = 0``.
+
+    .. math::
+
+        dV_\perp = \frac{\lVert dV\rVert}{\lVert P_\perp dV P_\perp\rVert}\, P_\perp dV P_\perp,
+        \qquad P_\perp = I - u_1 u_1^\top .
 
     Examples
     --------
@@ -457,3 +522,255 @@ def orthogonal_projection_update(dV: Any, u1: Any, *, keep_norm: str | None = "f
     if n_out == 0:
         return out
     return out * (nrm(dV) / n_out)
+
+
+# ----------------------------------------------------------------------------- Appendix C.1-C.3
+
+
+def c2_constant(R: float, norm_A: float, norm_V: float) -> float:
+    """Eq. (43): the W2-Lipschitz constant of the field in the measure, as printed.
+
+    .. math:: C_2(R) = 2 R^2 \\|V\\|_{op} \\|A\\|_{op} \\left(1 + e^{2 R^2 \\|A\\|_{op}}\\right)
+
+    Parameters
+    ----------
+    R : float
+        Radius of the ball holding both measures (> 0).
+    norm_A, norm_V : float
+        Operator norms of ``A = K^T Q`` and ``V`` (>= 0).
+
+    Returns
+    -------
+    float
+        ``C_2(R)``; 0 when ``A = 0``, although the field ``V (mean of mu)`` still depends on the
+        measure then (see :func:`dirac_pair_ratio`).
+
+    Examples
+    --------
+    >>> round(c2_constant(1.0, 1.0, 1.0), 4)  # 2 (1 + e^2)
+    16.7781
+    >>> c2_constant(1.0, 0.0, 1.0)
+    0.0
+    """
+    R = check_positive(R, "R")
+    norm_A = check_positive(norm_A, "norm_A", strict=False)
+    norm_V = check_positive(norm_V, "norm_V", strict=False)
+    return float(2.0 * R**2 * norm_V * norm_A * (1.0 + math.exp(2.0 * R**2 * norm_A)))
+
+
+def dirac_pair_ratio(z: float) -> float:
+    """Two Dirac measures against (42) with the constant (43), ``V = |V| I`` (derived).
+
+    For ``mu = delta_y`` and ``nu = delta_y'`` the field is ``V y`` whatever ``A``, so
+    ``|X[mu] - X[nu]| = |V| |y - y'| = |V| W2(mu, nu)`` and the ratio to ``C_2(R) W2`` is
+
+    .. math:: \\frac{1}{2 z (1 + e^{2 z})}, \\qquad z = R^2 \\|A\\|_{op},
+
+    above 1 (inequality (42) with (43) violated) for ``z`` below :func:`c43_threshold`.
+
+    Parameters
+    ----------
+    z : float
+        ``R^2 |A|_op`` (> 0).
+
+    Returns
+    -------
+    float
+        The ratio.
+
+    Examples
+    --------
+    >>> round(dirac_pair_ratio(0.05), 4), round(dirac_pair_ratio(1.0), 4)
+    (4.7502, 0.0596)
+    """
+    z = check_positive(z, "z")
+    return float(1.0 / (2.0 * z * (1.0 + math.exp(2.0 * z))))
+
+
+def c43_threshold() -> float:
+    """The ``z = R^2 |A|_op`` below which two Dirac measures violate (42) with constant (43):
+    the root of ``2 z (1 + e^{2 z}) = 1`` (derived, see :func:`dirac_pair_ratio`).
+
+    Returns
+    -------
+    float
+        The threshold, about 0.2.
+
+    Examples
+    --------
+    >>> round(c43_threshold(), 4)
+    0.2005
+    """
+    from scipy.optimize import brentq
+
+    return float(brentq(lambda z: 2.0 * z * (1.0 + math.exp(2.0 * z)) - 1.0, 1e-6, 1.0, xtol=1e-14))
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldBounds:
+    """The right sides of Lemmas C.1-C.4 at one radius, as printed and as derived here.
+
+    Attributes
+    ----------
+    field : ``|V| R`` (40).
+    jacobian : ``2 |A| |V| R^2`` (41); jacobian_sharp : ``|A| |V| R^2`` (derived).
+    c2 : eq. (43).
+    value : ``|dV| R`` (44) at ``mu = nu``.
+    qk : ``4 R^3 |V| |dA|`` (45) at ``mu = nu``; qk_sharp : ``R^3 |V| |dA|`` (derived).
+    general : ``2 R^3 min(|V|, |V~|) |dA| + |dV| R`` (49) at ``mu = nu``;
+    general_sharp : ``R^3 min(|V|, |V~|) |dA| + |dV| R`` (derived).
+
+    Examples
+    --------
+    >>> b = field_bounds(2.0, torch.eye(2, dtype=torch.float64), torch.eye(2, dtype=torch.float64),
+    ...                  torch.zeros(2, 2, dtype=torch.float64), torch.zeros(2, 2, dtype=torch.float64))
+    >>> b.field, b.jacobian, b.qk
+    (2.0, 8.0, 0.0)
+    """
+
+    field: float
+    jacobian: float
+    jacobian_sharp: float
+    c2: float
+    value: float
+    qk: float
+    qk_sharp: float
+    general: float
+    general_sharp: float
+
+
+def field_bounds(R: float, A: Any, V: Any, dA: Any, dV: Any) -> FieldBounds:
+    """The bounds (40), (41), (43), (44), (45), (49) of paper A's Lemmas C.1-C.4, and sharper ones.
+
+    The field is ``X[mu](x) = int softmax(<A x, y>) V y dmu(y) = V m_A[mu](x)`` with ``A = K^T Q``.
+    The derived constants come from two facts valid for any weights ``w`` on ``B(0, R)``: the
+    weighted covariance has ``|Cov_w(y)|_op <= R^2``, and ``|Cov_w(y, s)| <= R |dA| R^2`` for the
+    score ``s = <dA x, y>`` with ``|x| <= R``. Since ``grad_x m_A = Cov_w(y) A`` and
+    ``d/ds m_{A + s dA} = Cov_{w_s}(y, <dA x, y>)``,
+
+    .. math:: \\|\\nabla_x \\mathcal X\\| \\le \\|A\\|\\|V\\| R^2, \\qquad
+              \\|\\mathcal X[\\mu] - \\tilde{\\mathcal X}[\\mu]\\| \\le \\|V - \\tilde V\\| R
+              + R^3 \\min(\\|V\\|, \\|\\tilde V\\|)\\, \\|A - \\tilde A\\| \\quad (|x| \\le R),
+
+    half of (41) and of (49)'s first term, a quarter of (45). A two-point measure ``+-R e`` attains
+    the first (``x`` with ``<A x, e> = 0``) and the second as ``|dA| -> 0``.
+
+    Parameters
+    ----------
+    R : float
+        Radius of the ball holding the measures (> 0).
+    A, V : (d, d)
+        Base score matrix ``A = K^T Q`` and value matrix.
+    dA, dV : (d, d)
+        Perturbations (``A~ = A + dA``, ``V~ = V + dV``).
+
+    Returns
+    -------
+    FieldBounds
+
+    Examples
+    --------
+    >>> I = torch.eye(2, dtype=torch.float64)
+    >>> b = field_bounds(1.0, I, I, 0.1 * I, 0.2 * I)
+    >>> b.field, b.jacobian, b.jacobian_sharp, round(b.qk, 6), round(b.general, 6), round(b.general_sharp, 6)
+    (1.0, 2.0, 1.0, 0.4, 0.4, 0.3)
+    """
+    R = check_positive(R, "R")
+    A = _as_matrix(A, "A")
+    d = A.shape[0]
+    V, dA, dV = (_as_matrix(M, name, d) for M, name in ((V, "V"), (dA, "dA"), (dV, "dV")))
+    nA, nV, ndA, ndV = op_norm(A), op_norm(V), op_norm(dA), op_norm(dV)
+    nmin = min(nV, op_norm(V.to(torch.float64) + dV.to(torch.float64)))
+    return FieldBounds(
+        field=nV * R,
+        jacobian=2.0 * nA * nV * R**2,
+        jacobian_sharp=nA * nV * R**2,
+        c2=c2_constant(R, nA, nV),
+        value=ndV * R,
+        qk=4.0 * R**3 * nV * ndA,
+        qk_sharp=R**3 * nV * ndA,
+        general=2.0 * R**3 * nmin * ndA + ndV * R,
+        general_sharp=R**3 * nmin * ndA + ndV * R,
+    )
+
+
+def bound_crossing_time(A: Any, V: Any, dA: Any, dV: Any, M0: float, level: float, *, t_max: float = 10.0,
+                        variant: str = "main") -> float:
+    """The first time bound (14) of Prop. 3.1 on ``W2`` reaches ``level``: the window of closeness
+    the bound guarantees (Remark C.6), found by bisection (the bound increases with t).
+
+    Parameters
+    ----------
+    A, V, dA, dV, M0, variant
+        As in :func:`prop31_bound`.
+    level : float
+        The distance at which the two dynamics count as apart (> 0).
+    t_max : float
+        Search horizon (> 0); ``t_max`` is returned if the bound is still below ``level`` there.
+
+    Returns
+    -------
+    float
+        The crossing time, 0 if the bound already exceeds ``level`` at t = 0.
+
+    Examples
+    --------
+    >>> I = torch.eye(2, dtype=torch.float64)
+    >>> t1, t2 = (bound_crossing_time(I, I, 0 * I, e * I, 1.0, 0.1) for e in (1e-3, 1e-6))
+    >>> 0 < t1 < t2 < 0.3
+    True
+    """
+    level = check_positive(level, "level")
+    t_max = check_positive(t_max, "t_max")
+
+    def above(t: float) -> bool:
+        return float(prop31_bound(A, V, dA, dV, M0, t, variant=variant).log10_w2_bound[0]) >= math.log10(level)
+
+    if above(0.0):
+        return 0.0
+    if not above(t_max):
+        return float(t_max)
+    lo, hi = 0.0, float(t_max)
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if above(mid) else (mid, hi)
+    return float(hi)
+
+
+# ----------------------------------------------------------------------------- Appendix C.4
+
+
+#: Constant of a Davis-Kahan bound with an explicit constant (Yu, Wang and Samworth 2015, Thm 1):
+#: ``sin(theta) <= 2 |R|_op / delta_A``, with ``|u1 - u1~| <= sqrt(2) sin(theta)`` as in Lemma C.14.
+DAVIS_KAHAN_CONSTANT = 2.0 * math.sqrt(2.0)
+
+
+def davis_kahan_drift_bound(gap: float, a: float, b_norm: float, E_norm: float) -> float:
+    """An explicit form of Lemma C.14: ``|u1 - u1~| <= 2 sqrt(2) (|b| + |E|_op) / (gap + a)`` (derived).
+
+    Lemma C.14 writes ``V~ = A + R`` with ``A = V + a u1 u1^T`` (top eigenvector u1, gap
+    ``delta_A = gap + a``) and ``R = u1 b^T + b u1^T + E``; since ``b`` is orthogonal to ``u1``,
+    ``u1 b^T + b u1^T`` has eigenvalues ``+-|b|``, so ``|R|_op <= |b| + |E|_op`` (the lemma uses
+    ``2|b| + |E|``). The Davis-Kahan variant of Yu, Wang and Samworth, ``sin(theta) <= 2 |R| / delta_A``,
+    and ``|u1 - u1~| = 2 sin(theta / 2) <= sqrt(2) sin(theta)`` (theta <= pi/2) give the bound, so the
+    ratio of the drift to the right side of (16) never exceeds :data:`DAVIS_KAHAN_CONSTANT`.
+
+    Parameters
+    ----------
+    gap, a, b_norm, E_norm : float
+        As in :class:`SpectralPerturbation`.
+
+    Returns
+    -------
+    float
+        The bound; ``inf`` when ``gap + a <= 0``.
+
+    Examples
+    --------
+    >>> round(davis_kahan_drift_bound(1.0, 0.0, 0.1, 0.0), 6)  # 2 sqrt(2) 0.1
+    0.282843
+    """
+    den = float(gap) + float(a)
+    if den <= 0:
+        return math.inf
+    return DAVIS_KAHAN_CONSTANT * (float(b_norm) + float(E_norm)) / den

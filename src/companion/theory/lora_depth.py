@@ -44,7 +44,11 @@ def _eigs(eigvals) -> np.ndarray:
 
 
 def noise_magnitude(s, d: int) -> float:
-    """``kappa = sum_a s_a^2 / d^2`` (paper A, Theorem 4.2).
+    r"""``kappa = sum_a s_a^2 / d^2`` (paper A, Theorem 4.2).
+
+    .. math::
+
+        \kappa = \frac{1}{d^2} \sum_{a=1}^r s_a^2 .
 
     Parameters
     ----------
@@ -64,7 +68,11 @@ def noise_magnitude(s, d: int) -> float:
 
 
 def effective_kappa(kappa: float, c: float, alpha: float, L: int) -> float:
-    """Diffusion strength seen in macroscopic time when ``eta_L = c L^alpha`` (derived).
+    r"""Diffusion strength seen in macroscopic time when ``eta_L = c L^alpha`` (derived).
+
+    .. math::
+
+        \kappa_{\rm eff} = c^2 \kappa\, L^{2\alpha - 1} .
 
     A layer adds ``(1/L) eta_L G x`` with ``E (Gx)(Gx)^T = kappa I`` for |x| = 1, so over ``t L``
     layers the variance is ``t c^2 kappa L^(2 alpha - 1)``: the critical scaling alpha = 1/2 gives
@@ -83,7 +91,12 @@ def effective_kappa(kappa: float, c: float, alpha: float, L: int) -> float:
 
 
 def stationary_deviation(eigvals, kappa: float, n: int, *, form: str = "eq21") -> float:
-    """Predicted ``sum_i E |x_i - u_1|^2`` in the critical regime (paper A).
+    r"""Predicted ``sum_i E |x_i - u_1|^2`` in the critical regime (paper A).
+
+    .. math::
+
+        \text{(21)}: \ n \sum_{i \ge 2} \frac{\kappa}{2(\lambda_1 - \lambda_i) + d\kappa}, \qquad
+        \text{(D.4)}: \ n \sum_{i \ge 1} \frac{\kappa}{2(\lambda_1 + d\kappa/2 - \lambda_i)} .
 
     ``form="eq21"``: ``n sum_{i>=2} kappa / (2(lambda_1 - lambda_i) + d kappa)`` (eq. 21, Lemma D.7);
     ``form="D4"``: ``n sum_{i>=1} kappa / (2(lambda_1 + d kappa / 2 - lambda_i))`` (Theorem D.4), whose
@@ -117,7 +130,12 @@ def stationary_deviation(eigvals, kappa: float, n: int, *, form: str = "eq21") -
 
 
 def bingham_deviation(eigvals, kappa: float, n: int = 1) -> float:
-    """Exact stationary ``n E[1 - <y, u_1>^2]`` of the synchronised critical limit on S^2 (derived).
+    r"""Exact stationary ``n E[1 - <y, u_1>^2]`` of the synchronised critical limit on S^2 (derived).
+
+    .. math::
+
+        n\, \mathbb E\big[1 - \langle y, u_1\rangle^2\big], \qquad
+        y \sim \frac{1}{Z} e^{\langle y, V y\rangle / \kappa} \ \text{on } \mathbb S^2 \ \text{(Bingham)} .
 
     When the n tokens have merged into one point y (the noise is common to all tokens, so they
     synchronise), the depth limit of (18) with ``eta_L = sqrt(L)`` is Brownian motion on the sphere
@@ -263,7 +281,11 @@ def depth_bound(clusters, Q, K, V_tilde, *, n: int, delta: float, M: float) -> D
 
 
 def exit_time_bound(T_delta: float, bound: DepthBound) -> float:
-    """Theorem 4.6 part 2: ``T*(delta) <= max(T_delta, T_dom(delta)) + 16 |ell| delta / (lambda_1 D_-)``.
+    r"""Theorem 4.6 part 2: ``T*(delta) <= max(T_delta, T_dom(delta)) + 16 |ell| delta / (lambda_1 D_-)``.
+
+    .. math::
+
+        T^*(\delta) \le \max\big(T_\delta, T_{\rm dom}(\delta)\big) + \frac{16 \lVert \ell\rVert \delta}{\lambda_1 D_-} .
 
     Examples
     --------
@@ -277,7 +299,12 @@ def exit_time_bound(T_delta: float, bound: DepthBound) -> float:
 
 
 def switch_time(clusters, eps: float) -> float:
-    """First time a base cluster prefers another cluster under ``V~ = diag(1, 1 - eps)``, Q = K = I (derived).
+    r"""First time a base cluster prefers another cluster under ``V~ = diag(1, 1 - eps)``, Q = K = I (derived).
+
+    .. math::
+
+        t_{ab} = \frac{1}{2\varepsilon} \log \frac{a_2 (a_2 - b_2)}{a_1 (b_1 - a_1)}, \qquad
+        t_{\rm switch} = \min_{a \ne b} t_{ab} .
 
     Rescaled tokens ``z = e^{-t V~} x`` carry the logits ``<e^{t V~} z_a, e^{t V~} z_b>
     = e^{2t}(a_1 b_1 + e^{-2 eps t} a_2 b_2)``, so for t of order one the softmax is a hard argmax.
