@@ -29,7 +29,7 @@ def statuses(result):
 
 
 NAMES = ("metastable-linear-rates", "metastable-lnN", "metastable-official", "metastable-long-run", "metastable-pde",
-         "metastable-sphere", "metastable-hminus1")
+         "metastable-sphere", "metastable-hminus1", "metastable-cluster-limit")
 
 
 def test_every_experiment_is_declared_with_a_claims_function():
@@ -165,7 +165,7 @@ def lr():
 
 
 def test_merging_reproduces_and_fails_without_merges(lr):
-    assert statuses(lr) == {"D-merging": "reproduced", "D-metastable-duration-lnN": "not-checkable"}
+    assert statuses(lr) == {"D-merging": "reproduced"}  # the plateau's ln N trend: metastable-cluster-limit
     assert statuses(dict(lr, first_merge=np.full(lr["trials"], np.nan)))["D-merging"] == "not-reproduced"
     one = np.where(np.arange(lr["trials"]) == 0, lr["first_merge"], np.nan)  # only the first trial merges
     assert statuses(dict(lr, first_merge=one))["D-merging"] == "partly"
@@ -239,3 +239,62 @@ def test_hminus1_reproduces_and_fails_for_stratified_tokens(hm):
         mean.append(sq.mean())
         se.append(sq.std(ddof=1) / math.sqrt(sq.size))
     assert statuses(dict(hm, mean_square=np.array(mean), mean_square_se=np.array(se)))["D-lemmaE3-hminus1"] == "not-reproduced"
+
+
+# ----------------------------------------------------------------------------- the N -> infinity limit
+
+
+def test_hminus1_distance_equals_the_fourier_sum():
+    g = torch.Generator().manual_seed(4)
+    th, ph = ms.uniform_angles(2, 40, generator=g), ms.uniform_angles(2, 25, generator=g)
+    k = np.arange(1, 200_001)
+    def moments(a):
+        return np.exp(1j * k[None, :, None] * a[..., 0].numpy()[:, None, :]).mean(-1)  # (2, K)
+    direct = 2 * (np.abs(moments(th) - moments(ph)) ** 2 / k ** 2).sum(-1)  # the tail beyond K is below 4 / K
+    np.testing.assert_allclose(ms.hminus1_distance(th, ph).numpy() ** 2, direct, atol=4e-5)
+    assert float(ms.hminus1_distance(th, th).max()) < 1e-7  # a measure against itself (rounding: sqrt of ~1e-16)
+
+
+def test_circle_w1_empirical_equals_the_optimal_matching():
+    # equal numbers of points: W1 on the circle is an optimal assignment with the geodesic cost
+    from scipy.optimize import linear_sum_assignment
+    g = torch.Generator().manual_seed(5)
+    th, ph = ms.uniform_angles(3, 30, generator=g), ms.uniform_angles(3, 30, generator=g)
+    got = ms.circle_w1_empirical(th, ph)
+    for j in range(3):
+        d = np.abs(th[j, :, 0].numpy()[:, None] - ph[j, :, 0].numpy()[None, :])
+        cost = np.minimum(d, 2 * np.pi - d)
+        r, c = linear_sum_assignment(cost)
+        assert got[j] == pytest.approx(cost[r, c].mean(), rel=1e-12)
+
+
+@pytest.fixture(scope="module")
+def cl():
+    return ms.cluster_limit(ns=(300, 600), trials=(3, 3), t_max=30.0)
+
+
+def test_cluster_limit_measures_what_it_says(cl):
+    assert cl["k"] == 2 and [len(w) for w in cl["w1_cluster"]] == [3, 3]
+    # f (the dominant mode alone) collapses onto the predicted atoms: its own W1 is far below the particles'
+    assert max(float(np.max(f)) for f in cl["w1_floor"]) < 0.01 < min(float(np.min(w)) for w in cl["w1_cluster"])
+    assert all(np.all(r > 0) for r in cl["remainder"])
+    assert set(statuses(cl)) == {"D-thm4.2-cluster-limit", "D-propC17-remainder", "D-metastable-duration-lnN"}
+
+
+def _tr(slope, se=0.05, mean=(-1.0, -1.5)):
+    return {"slope": slope, "slope_se": se, "mean": np.array(mean), "sem": np.array([0.1, 0.1])}
+
+
+def test_cluster_limit_verdicts_follow_the_trends(cl):
+    down, flat, up = _tr(-0.3), _tr(-0.05), _tr(0.3)  # 6 standard errors down, 1 down, 6 up
+    for key, row in (("w1_cluster_trend", "D-thm4.2-cluster-limit"), ("remainder_trend", "D-propC17-remainder")):
+        assert [statuses(dict(cl, **{key: t}))[row] for t in (down, flat, up)] == ["reproduced", "partly", "not-reproduced"]
+    # the plateau grows with ln N (6 s.e.), is unresolved, or shrinks
+    grow, shrink = _tr(1.2, 0.2, (5.0, 8.0)), _tr(-1.2, 0.2, (8.0, 5.0))
+    assert [statuses(dict(cl, plateau_trend=t, censored=np.zeros(2)))["D-metastable-duration-lnN"]
+            for t in (grow, flat, shrink)] == ["reproduced", "partly", "not-reproduced"]
+    # half the trials of one N still on the plateau at t_max: the mean plateau there is biased, at most partly
+    assert statuses(dict(cl, plateau_trend=grow, censored=np.array([0.0, 0.5])))["D-metastable-duration-lnN"] == "partly"
+    # W1 shrinking, but f's own collapse unfinished (its W1 as large as the particles'): at most partly
+    floor = _tr(0.0, mean=(-1.2, -1.2))
+    assert statuses(dict(cl, w1_cluster_trend=down, w1_floor_trend=floor))["D-thm4.2-cluster-limit"] == "partly"

@@ -238,3 +238,23 @@ def test_pairwise_means_match_a_direct_pair_average():
     assert r["pair_same"][1, 0] == pytest.approx(np.mean(same), abs=1e-12)
     if cross:
         assert r["pair_cross"][1, 0] == pytest.approx(np.mean(cross), abs=1e-12)
+
+
+# ----------------------------------------------------------------------------- Lemma A.1
+
+
+def test_lemma_a1_holds_for_interleaved_signs():
+    # (A.3) needs no grouping of the signs: + - + - - at the negative mode of a non-diagonal V
+    V = _V([1.0, 0.4, -0.8, -1.3], seed=2)
+    row = ss._modewise_case(V, V, 1.4, 0, torch.tensor([1.0, -1.0, 1.0, -1.0, -1.0], dtype=torch.float64), 1e-6)
+    assert row["interleaved"] and row["coupling"] < 1e-8 and row["block_error"] < 1e-8 and row["scale"] > 0.1
+
+
+def test_lemma_a1_claim_reproduces_and_fails_for_another_model():
+    r = ss.modewise_linearisation(count=8)
+    assert [c.status for c in judge(r)] == ["reproduced"]
+    # Q^T K = V + 0.1 S: the pure states are still equilibria, but their weights are not (A.3)'s
+    wrong = ss.modewise_linearisation(count=8, qk_offset=0.1)
+    assert wrong["max_block_error"] > 1e-3 and [c.status for c in judge(wrong)] == ["not-reproduced"]
+    # a measurement moved past the tolerance
+    assert [c.status for c in judge(dict(r, max_coupling=10 * ss.TOL_FD))] == ["not-reproduced"]

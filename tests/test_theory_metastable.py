@@ -84,3 +84,42 @@ def test_particles_grow_at_the_predicted_rate():
     for k in (2, 3, 4):
         assert rate[k].item() == pytest.approx(float(gamma_k(k, beta, "softmax")), rel=0.1)
     assert int(torch.argmax(rate[1:])) + 1 == k_max(beta)
+
+
+def test_dominant_mode_quantiles_invert_the_cdf_and_carry_the_mode():
+    from companion.theory.metastable import dominant_mode_quantiles
+    m = np.array([0.05 * np.exp(1.3j), 0.2 * np.exp(-2.0j)])
+    th = dominant_mode_quantiles(m, 3, 3000)[..., 0].numpy()  # (2, 3000)
+    q = (np.arange(3000) + 0.5) / 3000
+    a, arg = np.abs(m)[:, None], np.angle(m)[:, None]
+    F = th / (2 * np.pi) + a / (3 * np.pi) * (np.sin(3 * th - arg) + np.sin(arg))
+    assert np.abs(np.remainder(F - q + 0.5, 1.0) - 0.5).max() < 1e-13  # angles are wrapped to [0, 2 pi): F mod 1
+    # the particles carry m_3 (up to the O(1/M^2) of the midpoint rule) and no other low mode
+    mk = np.exp(1j * np.arange(1, 7)[None, :, None] * th[:, None, :]).mean(-1)
+    np.testing.assert_allclose(mk[:, 2], m, atol=1e-6)
+    assert np.abs(np.delete(mk, [2, 5], axis=1)).max() < 1e-6
+    with pytest.raises(ValueError, match="m_k"):
+        dominant_mode_quantiles(np.array([0.6]), 2, 10)
+
+
+def test_neighbour_exponent_from_the_rates():
+    from companion.theory.metastable import neighbour_exponent
+    g = gamma_k(np.arange(1, 8), 2.0, "usa")  # k_max = 2; the next fastest is k = 3
+    assert neighbour_exponent(2.0) == pytest.approx((1 - g[2] / g[1]) / 2)
+    assert neighbour_exponent(2.0, "softmax") == pytest.approx(neighbour_exponent(2.0))  # a ratio: I_0 cancels
+
+
+@pytest.mark.parametrize("beta,k", [(2.0, 2), (5.0, 3), (7.0, 4), (1.0, 3)])
+def test_cluster_instability_rate_from_a_finite_difference_jacobian(beta, k):
+    # k tokens equally spaced are k equal point clusters: the pairwise field's Jacobian, by central differences
+    from companion.circle import circle_field_dense
+    from companion.theory.metastable import cluster_instability_rate
+    for norm in ("usa", "softmax"):
+        th0 = torch.tensor(2 * np.pi * np.arange(k) / k, dtype=torch.float64)[None, :, None]
+        h, J = 1e-6, np.zeros((k, k))
+        for c in range(k):
+            e = torch.zeros_like(th0)
+            e[0, c, 0] = h
+            J[:, c] = ((circle_field_dense(th0 + e, beta, norm) - circle_field_dense(th0 - e, beta, norm)) / (2 * h))[0, :, 0].numpy()
+        lead = float(np.max(np.linalg.eigvals(J).real))
+        assert cluster_instability_rate(beta, k, norm) == pytest.approx(lead, rel=1e-7, abs=1e-9)

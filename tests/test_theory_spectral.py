@@ -132,3 +132,31 @@ def test_bipolar_dM_nonnegative_times_sign():
     lam = torch.tensor([1.0, 0.2, -0.3, -1.1], dtype=torch.float64)
     M = (p * lam).sum(-1)
     assert (th.bipolar_dM(p, lam, 2.0) * torch.sign(M) >= 0).all()
+
+
+@pytest.mark.parametrize("lams,p,beta,npl,nmi", [([1.0, 0.4, -0.8], 0, 1.3, 3, 2), ([-1.5, -1.0, 0.5], 0, 0.8, 2, 4),
+                                                  ([0.7, -0.2], 1, 2.0, 4, 0)])
+def test_pure_mode_linearisation_has_the_invariant_decomposition_spectrum(lams, p, beta, npl, nmi):
+    # the blocks of (A.3), written from the weights alone, against App. A.2's -gamma_+-, eig(B_k) (sign_split_spectrum)
+    L = th.pure_mode_linearisation(lams, p, beta, [1.0] * npl + [-1.0] * nmi)
+    ev = torch.cat([torch.linalg.eigvals(Lk) for Lk in L])
+    ev = ev[torch.argsort(ev.real * 1e6 + ev.imag)]
+    ref = th.sign_split_spectrum(lams, p, beta, npl, nmi)
+    assert torch.allclose(ev, ref, atol=1e-12)
+
+
+def test_pure_mode_linearisation_equals_the_attention_jacobian():
+    # entry by entry against autograd of the core's attention field, in V's eigenbasis (signs interleaved)
+    lam = torch.tensor([0.9, -0.4, 0.3], dtype=torch.float64)
+    V, s, p, beta = torch.diag(lam), torch.tensor([1.0, -1.0, 1.0, 1.0], dtype=torch.float64), 2, 1.7
+    X = s[:, None] * torch.eye(3, dtype=torch.float64)[p][None, :]
+    J = torch.autograd.functional.jacobian(lambda Y: models.spectral(V, beta).vector_field(0.0, Y[None])[0], X)
+    L = th.pure_mode_linearisation(lam, p, beta, s)
+    for a, k in enumerate([0, 1]):
+        assert torch.allclose(J[:, k, :, k], L[a], atol=1e-13)
+    assert J[:, 0, :, 1].abs().max() < 1e-13 and J[:, 1, :, 0].abs().max() < 1e-13  # no coupling between modes
+
+
+def test_pure_mode_linearisation_rejects_bad_signs():
+    with pytest.raises(ValueError, match="signs"):
+        th.pure_mode_linearisation([1.0, 0.5], 0, 1.0, [1.0, 0.5])

@@ -32,6 +32,7 @@ __all__ = [
     "sign_split_stable_theorem",
     "sign_split_stable_blocks",
     "modal_rhs",
+    "pure_mode_linearisation",
     "bipolar_alpha",
     "bipolar_dM",
     "cone_ratio_bound",
@@ -70,7 +71,11 @@ def _lambdas(lambdas: Sequence[float] | torch.Tensor, p: int) -> torch.Tensor:
 
 
 def c_beta(lambda_p: float, beta: float) -> float:
-    """``c_beta(lambda_p) = exp(2 beta lambda_p)`` (Theorem 5.2).
+    r"""``c_beta(lambda_p) = exp(2 beta lambda_p)`` (Theorem 5.2).
+
+    .. math::
+
+        c_\beta(\lambda_p) = e^{2\beta\lambda_p} .
 
     Examples
     --------
@@ -82,7 +87,12 @@ def c_beta(lambda_p: float, beta: float) -> float:
 
 
 def sigma(c: float | torch.Tensor, r: float | torch.Tensor) -> float | torch.Tensor:
-    """Remark 5.3: ``sigma(c, r) = (c - r)(c r - 1) / (r (c^2 - 1))``.
+    r"""Remark 5.3: ``sigma(c, r) = (c - r)(c r - 1) / (r (c^2 - 1))``.
+
+    .. math::
+
+        \sigma(c, r) = \frac{(c - r)(c r - 1)}{r (c^2 - 1)}, \qquad
+        \sigma(e^{2\beta\lambda_p}, 1) = \tanh(\beta\lambda_p) .
 
     For ``r = 1`` it equals ``(c - 1)/(c + 1) = tanh(beta lambda_p)`` when ``c = e^{2 beta lambda_p}``.
     Undefined at ``c = 1`` (``lambda_p = 0``).
@@ -116,7 +126,11 @@ def sigma(c: float | torch.Tensor, r: float | torch.Tensor) -> float | torch.Ten
 
 
 def threshold_beta(r: float, lambda_p: float = 1.0) -> float:
-    """Where the sign-split window opens: ``beta = |ln r| / (2 |lambda_p|)``, i.e. ``sigma = 0``.
+    r"""Where the sign-split window opens: ``beta = |ln r| / (2 |lambda_p|)``, i.e. ``sigma = 0``.
+
+    .. math::
+
+        \beta^* = \frac{\lvert \ln r\rvert}{2\lvert\lambda_p\rvert}, \qquad r = \frac{n_+}{n_-} .
 
     Examples
     --------
@@ -130,7 +144,13 @@ def threshold_beta(r: float, lambda_p: float = 1.0) -> float:
 
 
 def sign_split_weights(lambda_p: float, beta: float, n_plus: int, n_minus: int) -> tuple[float, float, float, float]:
-    """Attention weights at ``x_i* = s_i e_p``: ``(a_+, b_+, a_-, b_-)`` (Section 5.2).
+    r"""Attention weights at ``x_i* = s_i e_p``: ``(a_+, b_+, a_-, b_-)`` (Section 5.2).
+
+    .. math::
+
+        a_\pm = \frac{e^{\beta\lambda_p}}{Z_\pm}, \quad b_\pm = \frac{e^{-\beta\lambda_p}}{Z_\pm}, \qquad
+        Z_+ = n_+ e^{\beta\lambda_p} + n_- e^{-\beta\lambda_p}, \quad
+        Z_- = n_- e^{\beta\lambda_p} + n_+ e^{-\beta\lambda_p} .
 
     ``a_+`` is the weight of a same-sign token seen from ``S_+``, ``b_+`` of an opposite-sign one;
     likewise for ``S_-``. Rows sum to one: ``n_+ a_+ + n_- b_+ = 1``.
@@ -149,9 +169,16 @@ def sign_split_weights(lambda_p: float, beta: float, n_plus: int, n_minus: int) 
 
 
 def gammas(lambda_p: float, beta: float, n_plus: int, n_minus: int) -> tuple[float, float]:
-    """``gamma_+ = lambda_p (r c - 1)/(r c + 1)``, ``gamma_- = lambda_p (c - r)/(c + r)``,
+    r"""``gamma_+ = lambda_p (r c - 1)/(r c + 1)``, ``gamma_- = lambda_p (c - r)/(c + r)``,
     ``c = e^{2 beta lambda_p}``, ``r = n_+/n_-`` (computed from the weights, so n_- = 0 is allowed:
     the homogeneous state, ``gamma_+ = lambda_p``).
+
+    .. math::
+
+        \gamma_+ = \lambda_p (n_+ a_+ - n_- b_+) = \lambda_p \frac{r c - 1}{r c + 1}, \qquad
+        \gamma_- = \lambda_p (n_- a_- - n_+ b_-) = \lambda_p \frac{c - r}{c + r},
+
+    with the weights of :func:`sign_split_weights`, :math:`c = e^{2\beta\lambda_p}`, :math:`r = n_+/n_-`.
 
     Examples
     --------
@@ -163,7 +190,14 @@ def gammas(lambda_p: float, beta: float, n_plus: int, n_minus: int) -> tuple[flo
 
 
 def mean_block(lambda_k: float, lambda_p: float, beta: float, n_plus: int, n_minus: int) -> torch.Tensor:
-    """The 2x2 block ``B_k`` acting on the group means ``(ybar_+, ybar_-)`` of mode k (appendix A.2).
+    r"""The 2x2 block ``B_k`` acting on the group means ``(ybar_+, ybar_-)`` of mode k (appendix A.2).
+
+    .. math::
+
+        B_k = \begin{pmatrix} \lambda_k n_+ a_+ - \gamma_+ & \lambda_k n_- b_+ \\
+                              \lambda_k n_+ b_- & \lambda_k n_- a_- - \gamma_- \end{pmatrix},
+
+    with the weights of :func:`sign_split_weights` and the rates of :func:`gammas`.
 
     Returns
     -------
@@ -219,8 +253,12 @@ def sign_split_spectrum(lambdas: Sequence[float] | torch.Tensor, p: int, beta: f
 
 
 def homogeneous_stable(lambdas: Sequence[float] | torch.Tensor, p: int) -> bool:
-    """Proposition 5.1 (n >= 2 tokens): ``x_i* = e_p`` is stable iff ``lambda_p > 0`` and
+    r"""Proposition 5.1 (n >= 2 tokens): ``x_i* = e_p`` is stable iff ``lambda_p > 0`` and
     ``lambda_k < lambda_p`` for all ``k != p``.
+
+    .. math::
+
+        x_i^* = e_p \ \text{stable} \iff \lambda_p > 0 \ \text{and} \ \lambda_k < \lambda_p \ \ \forall k \ne p .
 
     Examples
     --------
@@ -291,10 +329,16 @@ def sign_split_stable_blocks(lambdas: Sequence[float] | torch.Tensor, p: int, be
 
 
 def modal_rhs(C: torch.Tensor, lambdas: torch.Tensor, beta: float) -> torch.Tensor:
-    """Right-hand side of the modal system (Section 3): ``c_ik' = lambda_k f_ik - phi_i c_ik`` with
+    r"""Right-hand side of the modal system (Section 3): ``c_ik' = lambda_k f_ik - phi_i c_ik`` with
     ``K_ij = softmax_j(beta sum_k lambda_k c_ik c_jk)``, ``f_ik = sum_j K_ij c_jk`` and
     ``phi_i = sum_m lambda_m c_im f_im``. Written on its own from the modal formulas (it does not call
     the attention field), so it is a second method for the dynamics.
+
+    .. math::
+
+        \dot c_{ik} = \lambda_k f_{ik} - \varphi_i c_{ik}, \qquad
+        f_{ik} = \sum_j K_{ij} c_{jk}, \qquad \varphi_i = \sum_m \lambda_m c_{im} f_{im}, \qquad
+        K_{ij} = \frac{e^{\beta \sum_k \lambda_k c_{ik} c_{jk}}}{\sum_l e^{\beta \sum_k \lambda_k c_{ik} c_{lk}}} .
 
     Parameters
     ----------
@@ -321,8 +365,70 @@ def modal_rhs(C: torch.Tensor, lambdas: torch.Tensor, beta: float) -> torch.Tens
     return lam * f - phi * C
 
 
+def pure_mode_linearisation(lambdas: Sequence[float] | torch.Tensor, p: int, beta: float,
+                            signs: Sequence[float] | torch.Tensor) -> torch.Tensor:
+    r"""Lemma A.1, eq. (A.3): the linearisation at the pure-mode equilibrium ``x_i* = s_i e_p``, mode by mode.
+
+    Write a tangent perturbation as :math:`y_i = \sum_{k \ne p} y_{ik} e_k`. At the equilibrium
+    :math:`\sum_j K_{ij} V x_j^* \parallel e_p`, so a first-order change of the weights moves it along
+    :math:`e_p` only, which the projection :math:`P_{x_i}` removes; what is left is
+    :math:`\sum_j K^*_{ij} V y_j - \gamma_i y_i`, and V maps each :math:`e_k` to :math:`\lambda_k e_k`: no
+    coupling between different modes. For each :math:`k \ne p`
+
+    .. math::
+
+        \dot y_{ik} = (L_k y_{\cdot k})_i = -\gamma_i\, y_{ik} + \lambda_k \sum_{j} K^*_{ij}\, y_{jk},
+        \qquad K^*_{ij} = \frac{e^{\beta \lambda_p s_i s_j}}{\sum_l e^{\beta \lambda_p s_i s_l}},
+        \qquad \gamma_i = \lambda_p\, s_i \sum_j K^*_{ij} s_j .
+
+    Written from these formulas alone (no attention field): a closed form to compare Jacobians with.
+
+    Parameters
+    ----------
+    lambdas : (d,) eigenvalues of V, d >= 2.
+    p : int
+        Index of the occupied eigendirection e_p.
+    beta : float
+        Inverse temperature, > 0.
+    signs : (n,) entries +1 or -1, in any order (the two groups need not be contiguous).
+
+    Returns
+    -------
+    (d - 1, n, n) float64 tensor: ``L_k`` for every ``k != p``, in increasing k.
+
+    Examples
+    --------
+    Homogeneous state (all signs +1): ``L_k = -lambda_p I + (lambda_k / n) 1 1^T``.
+
+    >>> pure_mode_linearisation([1.0, 0.5], 0, 1.0, [1, 1]).tolist()
+    [[[-0.75, 0.25], [0.25, -0.75]]]
+
+    Interleaved signs (+, -, +) give the weights and rates of the grouped sign split (n_+ = 2, n_- = 1):
+
+    >>> L = pure_mode_linearisation([1.0, 0.3, -0.5], 0, 2.0, [1, -1, 1])
+    >>> (gp, gm), (ap, bp, am, bm) = gammas(1.0, 2.0, 2, 1), sign_split_weights(1.0, 2.0, 2, 1)
+    >>> tuple(L.shape), bool(abs(L[0, 0, 0] - (0.3 * ap - gp)) < 1e-15), bool(abs(L[1, 1, 1] - (-0.5 * am - gm)) < 1e-15)
+    ((2, 3, 3), True, True)
+    """
+    lam = _lambdas(lambdas, p)
+    beta = check_beta(beta)
+    s = torch.as_tensor(signs, dtype=torch.float64).reshape(-1)
+    if s.numel() < 1 or not bool(((s == 1) | (s == -1)).all()):
+        raise ValueError(f"signs must be a non-empty sequence of +1 and -1, got {s.tolist()}")
+    lp = float(lam[p])
+    K = torch.softmax(beta * lp * s[:, None] * s[None, :], dim=-1)  # (n, n)
+    gamma = lp * s * (K @ s)  # (n,)
+    others = [k for k in range(lam.numel()) if k != p]
+    return torch.stack([float(lam[k]) * K - torch.diag(gamma) for k in others])
+
+
 def bipolar_alpha(M: float | torch.Tensor, beta: float, n_plus: int = 1, n_minus: int = 1) -> float | torch.Tensor:
-    """Coefficient ``alpha`` of the bipolar reduction ``u' = alpha (V u - M u)``, ``M = <u, V u>``.
+    r"""Coefficient ``alpha`` of the bipolar reduction ``u' = alpha (V u - M u)``, ``M = <u, V u>``.
+
+    .. math::
+
+        \dot u = \alpha(M)\,(V u - M u), \qquad M = \langle u, V u\rangle, \qquad
+        \alpha(M) = \tanh(\beta M) \ \text{(balanced)} .
 
     For the balanced manifold (n_+ = n_-) it is ``tanh(beta M)`` (Section 4.2). For unbalanced groups
     it differs between the groups (then u(t) is not shared and the manifold is not invariant); the
@@ -343,7 +449,11 @@ def bipolar_alpha(M: float | torch.Tensor, beta: float, n_plus: int = 1, n_minus
 
 
 def bipolar_dM(p: torch.Tensor, lambdas: torch.Tensor, beta: float) -> torch.Tensor:
-    """Lemma 4.4: ``M' = 2 alpha(M) sum_k p_k (lambda_k - M)^2`` with ``M = sum_k lambda_k p_k``.
+    r"""Lemma 4.4: ``M' = 2 alpha(M) sum_k p_k (lambda_k - M)^2`` with ``M = sum_k lambda_k p_k``.
+
+    .. math::
+
+        \dot M = 2 \tanh(\beta M) \sum_k p_k (\lambda_k - M)^2, \qquad M = \sum_k \lambda_k p_k .
 
     Parameters
     ----------
@@ -365,8 +475,13 @@ def bipolar_dM(p: torch.Tensor, lambdas: torch.Tensor, beta: float) -> torch.Ten
 
 
 def cone_ratio_bound(R0: torch.Tensor, delta: float | torch.Tensor, lambda_1: float, lambda_k: float | torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-    """Theorem 6.1: ``R_k(t) <= R_k(0) exp(-delta (lambda_1 - |lambda_k|) t)``, valid when
+    r"""Theorem 6.1: ``R_k(t) <= R_k(0) exp(-delta (lambda_1 - |lambda_k|) t)``, valid when
     ``lambda_1 > |lambda_k|`` and ``c_i1(0) >= delta > 0`` for every token.
+
+    .. math::
+
+        R_k(t) = \max_i \Big\lvert \frac{c_{ik}(t)}{c_{i1}(t)} \Big\rvert
+        \le R_k(0)\, e^{-\delta(\lambda_1 - \lvert\lambda_k\rvert) t} .
 
     Parameters
     ----------
