@@ -431,7 +431,10 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
 
     A chapter shows a stored full-profile result when ``data/results/<name>/full.json`` exists (made
     by ``python -m companion run NAME --profile full``, its device in the provenance); otherwise it
-    computes the experiment while it executes, in the book's ``profile``, on the CPU.
+    computes the experiment while it executes, in the book's ``profile``, on the CPU. Each row also
+    has the stored wall times (``fast_s``, ``full_s``), the full run's CPU time and load average
+    (``full_cpu_s``, ``load``: None for runs stored before they were recorded) and the paper-scale
+    note of the experiment's :class:`~companion.experiments.PaperScale` (``paper``).
 
     Examples
     --------
@@ -450,6 +453,7 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
     for name, exp in registry().items():
         meta_path = results_dir(root) / name / "full.json"
         fast_s = _wall_time(results_dir(root) / name / "fast.json")
+        paper = exp.paper.note if exp.paper is not None else ""
         if meta_path.exists():
             meta = json.loads(meta_path.read_text())
             dev = str((meta.get("config") or {}).get("device", "?"))
@@ -459,12 +463,14 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
             rows.append({"experiment": name, "chapter": exp.chapter, "profile": "full",
                          "device": dev, "source": f"data/results/{name}/full.npz",
                          "commit": (meta.get("commit") or "?")[:10], "created": meta.get("created", "?"),
-                         "fast_s": fast_s, "full_s": meta.get("wall_time_s"),
+                         "fast_s": fast_s, "full_s": meta.get("wall_time_s"), "full_cpu_s": meta.get("cpu_time_s"),
+                         "load": meta.get("load_average"), "paper": paper,
                          "verdicts": {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}})
         else:
             rows.append({"experiment": name, "chapter": exp.chapter, "profile": profile, "device": "cpu",
                          "source": "computed while the chapter executes", "commit": "", "created": "",
-                         "fast_s": fast_s, "full_s": None, "verdicts": {}})
+                         "fast_s": fast_s, "full_s": None, "full_cpu_s": None, "load": None, "paper": paper,
+                         "verdicts": {}})
     return rows
 
 
