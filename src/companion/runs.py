@@ -393,16 +393,16 @@ def paper_scale(result: Mapping[str, Any], root: Path | str | None = None, *, dr
     >>> from companion.experiments import get
     >>> root = Path(tempfile.mkdtemp())
     >>> fast = get("intro-consensus").run("fast", n=4, t1=1.0)
-    >>> paper_scale(fast, root) is fast
-    no stored full-profile result; run: python -m companion run intro-consensus --profile full
-    True
+    >>> paper_scale(fast, root)["profile"]
+    intro-consensus: no stored full-profile result; run: python -m companion run intro-consensus --profile full
+    'custom'
     >>> _ = run_experiment("intro-consensus", "full", out=results_dir(root), params={"n": 4}, figure=False)
-    >>> paper_scale(fast, root) is fast  # computed with other parameters than the full profile's
-    stored full-profile result not used: computed with parameters {'n': 4}, not the profile's: n = 4 (the profile has 64)
-    True
+    >>> paper_scale(fast, root)["profile"]  # computed with other parameters than the full profile's
+    intro-consensus: stored full-profile result not used: computed with parameters {'n': 4}, not the profile's: n = 4 (the profile has 64)
+    'custom'
     >>> _ = run_experiment("intro-consensus", "full", out=results_dir(root), figure=False)
     >>> full = paper_scale(fast, root, draw=False)  # doctest: +ELLIPSIS
-    stored full profile: commit ..., device cpu, ... s
+    intro-consensus: stored full profile: commit ..., device cpu, ... s
     >>> full["profile"], full["p_sim"].shape
     ('full', (21, 3))
     """
@@ -411,12 +411,12 @@ def paper_scale(result: Mapping[str, Any], root: Path | str | None = None, *, dr
 
     name = str(result["experiment"])
     reason = stale_reason(name, "full", results_dir(root))
-    if reason == "nothing stored":
-        print(f"no stored full-profile result; run: python -m companion run {name} --profile full")
-        return dict(result) if not isinstance(result, dict) else result
     if reason is not None:
-        print(f"stored full-profile result not used: {reason}")
-        return dict(result) if not isinstance(result, dict) else result
+        print(f"{name}: " + ("no stored full-profile result; run: python -m companion run "
+                             f"{name} --profile full" if reason == "nothing stored" else
+                             f"stored full-profile result not used: {reason}"))
+        return dict(result)
+    print(f"{name}:", end=" ")
     full = show_stored(name, "full", root)
     exp = get(name)
     if draw:
