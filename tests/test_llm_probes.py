@@ -219,7 +219,7 @@ from companion.experiments import llm_probes as lp  # noqa: E402
 
 
 # The verdicts the chapter records (book/chapters/llm_probes.ipynb, fast profile).
-FIG2_VERDICTS = ["partly", "partly"]  # width 3.58 +- 2.4 vs 3.77; spread 1.24 +- 0.04 vs 1.25
+FIG2_VERDICTS = ["partly", "partly"]  # width 3.55 +- 2.5 vs 2.42 (cubic); spread 1.24 +- 0.045 vs 1.25
 
 
 def statuses(result) -> dict[str, str]:

@@ -275,3 +275,40 @@ def test_llm_training_resumes_under_run_out(bundled, tmp_path, monkeypatch):
     for r in (1, 2):
         for k in ("ppl_base", "ppl_new", "drift", "align", "margin", "b_tau"):
             np.testing.assert_array_equal(np.asarray(result["runs"][r][k]), fresh["runs"][r][k], err_msg=f"r={r} {k}")
+
+
+# ---------------------------------------------------------------- random adapters: the rows can fail at the chosen norms
+
+
+def _adapters(norms, ln_ratio, rng, draws=3, scatter=0.004):
+    """A random-adapter result whose three ranks follow ``ln_ratio(norm)``, each draw scattered by ``scatter``."""
+    base = np.exp(np.minimum(np.vstack([ln_ratio(norms)] * 3), 10.0))[:, None, :] * 20.0  # the loss saturates
+    ppl_draws = base * np.exp(scatter * rng.standard_normal((3, draws, norms.size)))
+    return {"ppl0": 20.0, "norms": norms, "tokens": 1024, "draws": draws,
+            "curves": {"v_proj": {"ppl_draws": ppl_draws, "ppl": np.exp(np.log(ppl_draws).mean(1))}}}
+
+
+@pytest.mark.parametrize("profile", ["fast", "full"])
+def test_random_adapter_rows_can_fail_on_the_profile_grid(profile):
+    from companion.experiments import llm_probes as lp
+
+    cfg = lp.PROFILES_RANDOM[profile]
+    norms = np.asarray(cfg.norms)
+    rng = np.random.default_rng(0)
+    draws, scatter = (cfg.draws, 0.004) if profile == "full" else (1, 0.0)
+    mid = float(norms[-3])  # doubling three grid points from the top: the +5 % level of a quadratic rise is on the grid
+
+    def rows(ln_ratio):
+        res = _adapters(norms, ln_ratio, rng, draws=draws, scatter=scatter)
+        return [c.status for c in lp.random_adapters_claims(res, cfg)]
+
+    # A smooth second-order response, doubling mid-grid: not a transition, and the row says so.
+    assert rows(lambda n: math.log(2) * (n / mid) ** 2)[0] == "not-reproduced"
+    # A steep response (ln ratio ~ norm^6): a transition.
+    assert rows(lambda n: math.log(2) * (n / mid) ** 6)[0] == "reproduced"
+    # Rank 64 doubling at a 1.5 times smaller norm than ranks 1 and 8: the rank matters, the row fails.
+    res = _adapters(norms, lambda n: math.log(2) * (n / mid) ** 6, rng, draws=draws, scatter=scatter)
+    c = res["curves"]["v_proj"]
+    c["ppl_draws"][2] = 20.0 * np.exp(np.minimum(math.log(2) * (1.5 * norms / mid) ** 6, 10.0))
+    c["ppl"] = np.exp(np.log(c["ppl_draws"]).mean(1))
+    assert [x.status for x in lp.random_adapters_claims(res, cfg)][1] == "not-reproduced"

@@ -62,6 +62,9 @@ BROKEN_RATIO = 2.0
 # A transition, not a smooth rise: a second-order response ln(ppl/base) = c |dV|^2 goes from +5 % to x2 over a
 # factor sqrt(ln 2 / ln 1.05) = 3.77 in norm; a transition does it over a narrower factor.
 SMOOTH_WIDTH = math.sqrt(math.log(BROKEN_RATIO) / math.log(FLAT_RATIO))
+# The transition itself: from +5 % to x2 within the factor a response cubic in the norm needs, (ln 2 / ln 1.05)^(1/3)
+# = 2.42, one power steeper than the second-order response, which therefore fails this check instead of sitting on it.
+TRANSITION_WIDTH = (math.log(BROKEN_RATIO) / math.log(FLAT_RATIO)) ** (1 / 3)
 # Rank independence: the doubling norms of ranks 1, 8, 64 agree within 25 % (max/min <= 1.25).
 RANK_SPREAD = 0.25
 # Fig. 3 "loss rises with the norm": a rank correlation of 0.8, one swap in four checkpoints.
@@ -107,8 +110,9 @@ class RandomAdaptersConfig:
     ``eval_blocks`` held-out BBC blocks of ``block_len`` tokens; LoRA ranks ``ranks``; per-layer
     Frobenius norms ``norms`` (increasing; dense enough around the transition that every other norm
     gives nearly the same crossings, which is how their uncertainty is read); ``targets``: groups of module names perturbed together, one curve set
-    each; ``model_path``: a local Hugging Face folder (None: the bundled SmolLM2); ``seed``: rank
-    ``r`` draws its factors from ``seed + 1000 r``; ``progress``: show progress bars.
+    each; ``draws`` independent adapters per (rank, norm), whose scatter is the measurement's
+    uncertainty; ``model_path``: a local Hugging Face folder (None: the bundled SmolLM2); ``seed``:
+    rank ``r`` draws its factors from ``seed + 1000 r``; ``progress``: show progress bars.
 
     Examples
     --------
@@ -121,6 +125,7 @@ class RandomAdaptersConfig:
     ranks: tuple[int, ...] = (1, 8, 64)
     norms: tuple[float, ...] = tuple(float(2 ** (k / 3)) for k in range(3, 13))  # 2 to 16, ratio 2^(1/3)
     targets: tuple[tuple[str, ...], ...] = (("v_proj",),)
+    draws: int = 1
     model_path: str | None = None
     seed: int = 0
     progress: bool = False
@@ -211,18 +216,19 @@ class RepetitionConfig:
 
 
 PROFILES_RANDOM = {"fast": RandomAdaptersConfig(),
-                   "full": RandomAdaptersConfig(eval_blocks=32, block_len=256,
-                                                norms=tuple(float(2 ** (k / 3)) for k in range(-6, 19)),
-                                                targets=(("v_proj",), ("q_proj",), ("k_proj",)))}
+                   "full": RandomAdaptersConfig(eval_blocks=8, block_len=128, draws=3,
+                                                norms=tuple(float(2 ** (k / 4)) for k in range(2, 19)), progress=True)}
 PAPER_RANDOM = PaperScale(
     values={"model_path": "Qwen3-0.6B"},
     deviations={"model_path": "Qwen3-0.6B weights cannot be fetched offline; the bundled SmolLM2-135M"},
     note="The paper states neither the ranks nor the norms, draws or evaluation set of Fig. 2. Chosen: ranks 1, 8, 64, "
-         "per-layer norms on a geometric grid around the doubling norm, held-out BBC news.")
+         "17 per-layer norms from 1.4 to 22.6 (ratio 2^(1/4)) around the doubling norm, 3 draws each, 1,024 held-out "
+         "BBC tokens; value projections only (Theorem 4.2 perturbs V).")
 PROFILES_TRAINING = {"fast": TrainingConfig(),
                      "full": TrainingConfig(eval_blocks=8, block_len=128, train_blocks=2048, train_block_len=128,
                                             ranks=(1, 4, 16, 64), seeds=(0, 1, 2), steps=180, batch_size=4,
-                                            checkpoints=(0, 5, 11, 22, 45, 90, 180), lr=1e-2, progress=True)}
+                                            checkpoints=(0, 5, 11, 22, 45, 90, 180), lr=1e-2, schedule="linear",
+                                            progress=True)}
 PAPER_TRAINING = PaperScale(
     values={"model_path": "Qwen3-0.6B", "eval_blocks": 512, "tau": 0.2},
     deviations={"model_path": "Qwen3-0.6B weights cannot be fetched offline; the bundled SmolLM2-135M (30 layers)",
@@ -230,8 +236,8 @@ PAPER_TRAINING = PaperScale(
                                "checkpoint near 5 s on 2 CPU cores"},
     note="The paper states neither the ranks of Fig. 3 (Fig. 4 names r = 8 and 32), nor the learning rate, steps, batch, "
          "data or seeds. Chosen: ranks 1, 4, 16, 64, three seeds, 180 AdamW steps of 4 x 128 Shakespeare tokens at "
-         "lr 1e-2 / sqrt(r) (pilots: rank 64 diverges at 1e-2, learns at 1.25e-3), aiming at a 20 % fall of held-out "
-         "Hamlet perplexity in about 90 minutes of 2 CPU cores.")
+         "lr 1e-2 / sqrt(r) decayed linearly (pilots: rank 64 diverges at 1e-2, learns at 1.25e-3; at a constant lr "
+         "held-out Hamlet perplexity levels off about 17 % down), aiming at a 20 % fall in about 90 minutes of 2 CPU cores.")
 PROFILES_SPECTRA = {"fast": SpectraConfig(), "full": SpectraConfig(noise_draws=8, null_samples=4000)}
 PAPER_SPECTRA = PaperScale(
     values={"model_path": "Llama-2-7B", "encoder_path": "ALBERT-xlarge-v2"},
@@ -292,14 +298,15 @@ def transition_norm(norms: Sequence[float], ppl: Sequence[float], ppl0: float, f
 def llm_random_adapters(cfg: RandomAdaptersConfig, generator: torch.Generator, device) -> dict[str, Any]:
     """Fig. 2: base-domain perplexity under random LoRA adapters (Assumption 4.1) against their norm.
 
-    Profiles: ``fast`` 256 held-out tokens, ``v_proj`` only; ``full`` 8,192 tokens, 17 norms from
-    0.25 to 64, ``v_proj``, ``q_proj`` and ``k_proj`` (see :class:`RandomAdaptersConfig`).
+    Profiles: ``fast`` 256 held-out tokens, 10 norms from 2 to 16, one draw; ``full`` 1,024 tokens,
+    17 norms from 1.4 to 22.6, three draws (see :class:`RandomAdaptersConfig`); ``v_proj`` only.
 
     Returns
     -------
-    dict with ``ppl0`` (base perplexity), ``norms`` (N,), ``ranks`` (R,), ``mean_base_v_norm``,
-    ``tokens``, ``model`` and ``curves[key]`` per target group: ``ppl`` (R, N) and
-    ``transition_norm`` (R,) (the norm where perplexity doubles, nan if never).
+    dict with ``ppl0`` (base perplexity), ``norms`` (N,), ``ranks`` (R,), ``draws``,
+    ``mean_base_v_norm``, ``tokens``, ``model`` and ``curves[key]`` per target group:
+    ``ppl_draws`` (R, D, N), ``ppl`` (R, N) their geometric mean over draws, and
+    ``transition_norm`` (R,) (the norm where ``ppl`` doubles, nan if never).
     """
     from tqdm.auto import tqdm
 
@@ -311,21 +318,25 @@ def llm_random_adapters(cfg: RandomAdaptersConfig, generator: torch.Generator, d
     v_norm = float(np.mean([float(torch.linalg.matrix_norm(m.weight.detach().double()))
                             for n, m in model.named_modules() if n.endswith("v_proj")]))
     out: dict[str, Any] = {"model": path, "ppl0": ppl0, "norms": np.array(cfg.norms),
-                           "ranks": np.array(cfg.ranks), "mean_base_v_norm": v_norm,
+                           "ranks": np.array(cfg.ranks), "draws": int(cfg.draws), "mean_base_v_norm": v_norm,
                            "tokens": int(ids.numel()), "curves": {}}
+    if int(cfg.draws) < 1:
+        raise ValueError(f"draws must be >= 1, got {cfg.draws}")
     for targets in cfg.targets:
         key = "+".join(targets)
-        ppl = np.zeros((len(cfg.ranks), len(cfg.norms)))
+        draws = np.zeros((len(cfg.ranks), int(cfg.draws), len(cfg.norms)))
         for i, r in enumerate(cfg.ranks):
             pm = probes.add_lora(model, r, targets=targets)
             g = torch.Generator().manual_seed(cfg.seed + 1000 * r)  # one stream per rank, as in every earlier run
             for j, nrm in enumerate(tqdm(cfg.norms, disable=not cfg.progress, desc=f"{key} r={r}", leave=False)):
-                for t in targets:
-                    probes.set_random_adapter(pm, nrm, generator=g, target=t)
-                ppl[i, j] = probes.perplexity(pm, ids)
+                for k in range(int(cfg.draws)):
+                    for t in targets:
+                        probes.set_random_adapter(pm, nrm, generator=g, target=t)
+                    draws[i, k, j] = probes.perplexity(pm, ids)
             model = pm.unload()  # back to the bare base model
+        ppl = np.exp(np.log(draws).mean(1))
         trans = np.array([transition_norm(cfg.norms, ppl[i], ppl0, BROKEN_RATIO) for i in range(len(cfg.ranks))])
-        out["curves"][key] = {"ppl": ppl, "transition_norm": trans}
+        out["curves"][key] = {"ppl": ppl, "ppl_draws": draws, "transition_norm": trans}
     return out
 
 
@@ -350,24 +361,33 @@ def _draw_noise(ratio: np.ndarray) -> float:
 def adapter_summary(result: dict[str, Any], key: str = "v_proj") -> dict[str, Any]:
     """The numbers Fig. 2's claims read from a :func:`llm_random_adapters` result.
 
-    Per rank, ``flat_norm`` and ``doubling_norm``: where perplexity / base first reaches 1.05 and
-    2 (log-log interpolated); ``width``: the largest ``doubling_norm / flat_norm`` over ranks (the
-    factor in norm over which the loss goes from unchanged to doubled); ``spread``: max / min over
-    ranks of the doubling norm. Each has an uncertainty ``*_err``, two errors added in quadrature:
-    how much it changes when read off every other norm of the grid, both ends kept (the
-    interpolation's own error), and when the two levels move by ``noise``, the RMS of ln(ppl/base)
-    below the +5 % crossing (one random draw per norm: the draw-to-draw scatter). ``ratio_small`` and
-    ``ratio_large``: perplexity / base at the smallest and largest norm (max and min over ranks).
+    Per rank, ``flat_norm`` and ``doubling_norm``: where perplexity / base (geometric mean over the
+    draws) first reaches 1.05 and 2 (log-log interpolated); ``width``: the largest
+    ``doubling_norm / flat_norm`` over ranks (the factor in norm over which the loss goes from
+    unchanged to doubled); ``exponent``: the power ``p`` of a response ``ln(ppl/base) ~ norm^p``
+    with that width, ``ln(ln 2 / ln 1.05) / ln(width)``; ``spread``: max / min over ranks of the
+    doubling norm. Each has an uncertainty ``*_err``, two errors added in quadrature: how much it
+    changes when read off every other norm of the grid, both ends kept (the interpolation's own
+    error), and the draw-to-draw scatter: with several draws, the standard error over draws of the
+    same number computed draw by draw; with one draw, how much it moves when the two levels move by
+    ``noise``, the RMS of ln(ppl/base) below the +5 % crossing (an upper estimate: the rise has
+    begun there). ``noise`` with several draws is the RMS of ln(ppl_draw / ppl_mean).
+    ``ratio_small`` and ``ratio_large``: perplexity / base at the smallest and largest norm (max
+    and min over ranks).
 
     Examples
     --------
     >>> norms = np.geomspace(1, 16, 9)
     >>> ppl = 10 * np.exp(0.01 * np.vstack([norms ** 2, (norms / 1.1) ** 2]))  # a smooth quadratic rise
     >>> s = adapter_summary({"ppl0": 10.0, "norms": norms, "curves": {"v_proj": {"ppl": ppl}}})
-    >>> round(s["width"], 2), round(s["spread"], 2)   # exact: sqrt(ln 2 / ln 1.05) = 3.77, ranks 10 % apart
-    (3.81, 1.08)
+    >>> round(s["width"], 2), round(s["exponent"], 2), round(s["spread"], 2)  # exact: 3.77, p = 2, ranks 10 % apart
+    (3.81, 1.98, 1.08)
     >>> round(s["noise"], 3), round(s["width_err"], 2)  # a smooth curve's start counts as scatter: an upper estimate
     (0.024, 1.64)
+    >>> wobble = np.exp(0.01 * np.array([-1.0, 0.0, 1.0]))[None, :, None]  # three draws, +-1 % apart
+    >>> s3 = adapter_summary({"ppl0": 10.0, "norms": norms, "curves": {"v_proj": {"ppl": ppl, "ppl_draws": ppl[:, None] * wobble}}})
+    >>> round(s3["noise"], 4), s3["width_err"] < s["width_err"]
+    (0.0082, True)
     """
     c = result["curves"][key]
     ppl, ppl0 = np.asarray(c["ppl"], float), float(result["ppl0"])
@@ -377,28 +397,46 @@ def adapter_summary(result: dict[str, Any], key: str = "v_proj") -> dict[str, An
     flat2, broken2 = _crossings(norms[coarse], ratio[:, coarse])
     width, width2 = float(np.max(broken / flat)), float(np.max(broken2 / flat2))
     spread, spread2 = float(broken.max() / broken.min()), float(broken2.max() / broken2.min())
-    noise = _draw_noise(ratio)
+    draws = np.asarray(c["ppl_draws"], float) / ppl0 if "ppl_draws" in c else None
+    if draws is not None and draws.shape[1] >= 2:
+        n = draws.shape[1]
+        noise = float(np.sqrt(np.mean(np.square(np.log(draws / ratio[:, None])))))
+        each = [_crossings(norms, draws[:, k]) for k in range(n)]
+        widths = np.array([np.max(b / f) for f, b in each])
+        spreads = np.array([b.max() / b.min() for _, b in each])
+        width_noise = float(np.std(widths, ddof=1) / math.sqrt(n))  # nan when a draw's rise is not bracketed
+        spread_noise = float(np.std(spreads, ddof=1) / math.sqrt(n))
+    else:
+        noise = _draw_noise(ratio)
 
-    def at(level):  # crossing norms per rank at a level moved by the noise
-        return np.array([transition_norm(norms, row, 1.0, level) for row in ratio])
+        def at(level):  # crossing norms per rank at a level moved by the noise
+            return np.array([transition_norm(norms, row, 1.0, level) for row in ratio])
 
-    lo, hi = math.exp(-noise), math.exp(noise)
-    widths = [float(np.max(at(BROKEN_RATIO * b) / at(FLAT_RATIO * f))) for f, b in ((lo, hi), (hi, lo))]
-    spreads = [float(x.max() / x.min()) for x in (at(BROKEN_RATIO * lo), at(BROKEN_RATIO * hi))]
-    width_noise = max(abs(w - width) for w in widths)
-    spread_noise = max(abs(x - spread) for x in spreads)
+        if math.isfinite(noise):
+            lo, hi = math.exp(-noise), math.exp(noise)
+            widths_ = [float(np.max(at(BROKEN_RATIO * b) / at(FLAT_RATIO * f))) for f, b in ((lo, hi), (hi, lo))]
+            spreads_ = [float(x.max() / x.min()) for x in (at(BROKEN_RATIO * lo), at(BROKEN_RATIO * hi))]
+            width_noise = max(abs(w - width) for w in widths_)
+            spread_noise = max(abs(x - spread) for x in spreads_)
+        else:  # no norm below the +5 % level: the scatter, hence the uncertainty, is unknown
+            width_noise = spread_noise = math.nan
+    width_err = math.hypot(width - width2, width_noise)
+    levels = math.log(math.log(BROKEN_RATIO) / math.log(FLAT_RATIO))
+    exponent = levels / math.log(width) if width > 1 else math.nan
     return {"ratio_small": float(ratio[:, 0].max()), "ratio_large": float(ratio[:, -1].min()),
             "flat_norm": flat.tolist(), "doubling_norm": broken.tolist(), "noise": noise,
-            "width": width, "width_err": math.hypot(width - width2, width_noise),
+            "width": width, "width_err": width_err, "exponent": exponent,
+            "exponent_err": levels * width_err / (width * math.log(width) ** 2) if width > 1 else math.nan,
             "spread": spread, "spread_err": math.hypot(spread - spread2, spread_noise)}
 
 
 @claims_for("llm-random-adapters")
 def random_adapters_claims(result: dict[str, Any], cfg: RandomAdaptersConfig) -> list[ledger.Claim]:
-    """Fig. 2: a transition, the loss going from unchanged (+5 %) to doubled over a narrower factor in
-    norm than a smooth second-order rise would (:data:`SMOOTH_WIDTH`); the doubling norm the same for
-    every rank (:data:`RANK_SPREAD`). Each measurement carries its interpolation error: a verdict the
-    error could flip is partly.
+    """Fig. 2: a transition, the loss going from unchanged (+5 %) to doubled over a factor in norm no
+    wider than a response cubic in the norm would need (:data:`TRANSITION_WIDTH`), so that the smooth
+    second-order response (:data:`SMOOTH_WIDTH`) fails; the doubling norm the same for every rank
+    (:data:`RANK_SPREAD`). Each measurement carries its uncertainty (interpolation and draw-to-draw
+    scatter, :func:`adapter_summary`): a verdict it could flip is partly.
 
     Examples
     --------
@@ -417,20 +455,20 @@ def random_adapters_claims(result: dict[str, Any], cfg: RandomAdaptersConfig) ->
         ledger.Claim(
             id="A-fig2-norm-transition-smollm2", paper="A", where="Sec. 4.1.2, Fig. 2",
             statement="Random adapters leave the base loss unchanged at small norm and destroy it past a transition norm: "
-                      "the loss goes from unchanged to doubled over a narrower range of norms than a smooth "
-                      "second-order rise would",
-            verdict=ledger.within(s["width"], s["width_err"], SMOOTH_WIDTH, scale=SMOOTH_WIDTH),
+                      "the loss goes from unchanged to doubled over a narrow range of norms, narrower than a smooth "
+                      "second-order rise",
+            verdict=ledger.within(s["width"], s["width_err"], TRANSITION_WIDTH, scale=TRANSITION_WIDTH),
             measured=s["width"],
-            expected=f"doubling norm / norm of +{FLAT_RATIO - 1:.0%}, max over ranks, < {SMOOTH_WIDTH:.3g} "
-                     "(a smooth rise ln(ppl) ~ norm^2)",
-            tolerance=SMOOTH_WIDTH, uncertainty=s["width_err"]),
+            expected=f"doubling norm / norm of +{FLAT_RATIO - 1:.0%}, max over ranks, <= {TRANSITION_WIDTH:.3g} "
+                     f"(ln(ppl) rising at least like norm^3; a smooth rise ln(ppl) ~ norm^2 gives {SMOOTH_WIDTH:.3g})",
+            tolerance=TRANSITION_WIDTH, uncertainty=s["width_err"]),
         ledger.Claim(
             id="A-fig2-rank-independence-smollm2", paper="A", where="Sec. 4.1.2, Fig. 2",
             statement="At fixed Frobenius norm the random-adapter loss does not depend on the rank "
                       f"({', '.join(str(int(r)) for r in cfg.ranks)})",
             verdict=ledger.within(s["spread"], s["spread_err"], 1 + RANK_SPREAD, scale=RANK_SPREAD),
-            measured=s["spread"], expected="max/min over ranks of the doubling norm = 1", tolerance=RANK_SPREAD,
-            uncertainty=s["spread_err"]),
+            measured=s["spread"], expected=f"max/min over ranks of the doubling norm <= {1 + RANK_SPREAD:g}",
+            tolerance=RANK_SPREAD, uncertainty=s["spread_err"]),
     ]
 
 
@@ -535,7 +573,8 @@ def training_summary(result: dict[str, Any]) -> dict[str, Any]:
     * ``fall``: held-out new-domain perplexity, 1 - final / initial (learning); ``fall_min``: the
       smallest over all runs;
     * ``forgot``: final / initial base-domain perplexity; ``rho``: Spearman correlation of update
-      norm and base perplexity over the checkpoints of each run;
+      norm and base perplexity over the checkpoints of each run; ``norm_end``: the total update
+      norm ``(sum_l ||Delta V_l||_F^2)^{1/2}`` at the end (seed mean);
     * ``common_norm``: the largest total update norm every run reaches (inside every run's range,
       nan when the ranges do not overlap); ``at_norm``: forgetting ``ln(ppl / ppl_0)`` there,
       interpolated in log norm; ``rank_ratio``: max / min over ranks of ``at_norm`` (nan unless all
@@ -549,7 +588,8 @@ def training_summary(result: dict[str, Any]) -> dict[str, Any]:
       last (``L + 1``: no layer above tau); ``b_drop``: first - end;
     * ``drift_end``: drift at the last layer (before the final norm) at the end, per run, and
       ``corr``: Pearson correlation across all runs of ``ln drift_end`` and final forgetting with its
-      Fisher z 95 % interval ``corr_low``, ``corr_high`` (nan with fewer than 4 runs).
+      Fisher z 95 % interval ``corr_low``, ``corr_high`` (nan with fewer than 4 runs, or when either
+      does not vary).
 
     Examples
     --------
@@ -566,7 +606,7 @@ def training_summary(result: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {k: {} for k in (
         "fall", "fall_err", "forgot", "forgot_err", "rho", "rho_err", "at_norm", "at_norm_err", "align_start",
         "align_start_se", "align_first", "align_end", "align_end_err", "align_rise", "align_rise_err", "align_z",
-        "b_first", "b_first_err", "b_end", "b_end_err", "b_drop", "b_drop_err")}
+        "b_first", "b_first_err", "b_end", "b_end_err", "b_drop", "b_drop_err", "norm_end")}
     norms = {r: _total_norm(runs[r]) for r in ranks}
     forget = {r: _forgetting(runs[r]) for r in ranks}
     for r in ranks:
@@ -574,6 +614,7 @@ def training_summary(result: dict[str, Any]) -> dict[str, Any]:
         new = np.asarray(run["ppl_new"], float)
         out["fall"][r], out["fall_err"][r] = _interval(1 - new[:, -1] / new[:, 0])
         out["forgot"][r], out["forgot_err"][r] = _interval(np.exp(forget[r][:, -1]))
+        out["norm_end"][r] = float(norms[r][:, -1].mean())
         out["rho"][r], out["rho_err"][r] = _interval([_spearman(n, p) for n, p in zip(norms[r], run["ppl_base"])])
         al = np.asarray(run["align"], float).mean(-1)  # (S, C) layer mean
         out["align_start"][r] = float(al[:, 0].mean())
@@ -612,7 +653,7 @@ def training_summary(result: dict[str, Any]) -> dict[str, Any]:
     drift_end = np.concatenate([np.asarray(runs[r]["drift"], float)[:, -1, -1] for r in ranks])
     forget_end = np.concatenate([forget[r][:, -1] for r in ranks])
     out["drift_end"], out["forget_end"] = drift_end, forget_end
-    if drift_end.size >= 4 and np.all(drift_end > 0):
+    if drift_end.size >= 4 and np.all(drift_end > 0) and np.ptp(drift_end) > 0 and np.ptp(forget_end) > 0:
         from ..llm.training import pearson_interval
 
         out["corr"], out["corr_low"], out["corr_high"] = pearson_interval(np.log(drift_end), forget_end)

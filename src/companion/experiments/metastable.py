@@ -1314,8 +1314,10 @@ def hminus1_scaling(cfg: HMinus1Config, generator: torch.Generator, device: str)
     """
     ms_, se = [], []
     for n in cfg.ns:
-        th = uniform_angles(cfg.trials, n, generator=generator, device=device)
-        sq = hminus1_norm(th).cpu().numpy()
+        # draws in chunks of at most 2e7 angles: 1000 draws of N = 1e6 at once need over 20 GB
+        chunk = max(1, min(cfg.trials, 20_000_000 // n))
+        sq = np.concatenate([hminus1_norm(uniform_angles(min(chunk, cfg.trials - i), n, generator=generator, device=device)).cpu().numpy()
+                             for i in range(0, cfg.trials, chunk)])
         ms_.append(float(sq.mean()))
         se.append(float(sq.std(ddof=1) / math.sqrt(cfg.trials)))
     ms_, se = np.array(ms_), np.array(se)
