@@ -124,6 +124,8 @@ def main() -> None:
     runs += [("dopri5", dict(rtol=r, atol=r * 1e-2)) for r in (1e-4, 1e-6, 1e-8)]
     for method, kw in runs:
         for dtype in (torch.float64, torch.float32):
+            if kw.get("rtol", 1.0) < torch.finfo(dtype).eps:  # simulate refuses a tolerance below the roundoff
+                continue
             xs = x0.to(dtype)
             sol, t = timed(lambda: simulate(model, xs, T_END, method=method, **kw), repeat=2 if method != "euler" else 1)
             err = (sol.final.double() - ref).abs().max().item()
