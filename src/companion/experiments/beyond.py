@@ -668,7 +668,7 @@ def plot_negdef(result: dict[str, Any], ax=None):
     nb = len(result["betas"])
     for a, n in zip(ax, ns):
         for j, beta in enumerate(result["betas"]):
-            cell = result["cells"][f"{n}/{beta:g}"]
+            cell = result["cells"][f"n={n} beta={beta:g}"]
             k = np.arange(-1, n + 1)
             counts = np.array([cell["n_plus"].count(int(i)) for i in k])
             off = (j - (nb - 1) / 2) * 0.8 / nb
@@ -707,7 +707,7 @@ def negdef_patterns(cfg: NegDefConfig, generator: torch.Generator, device: str) 
     --------
     >>> r = negdef_patterns(ns=(3,), betas=(1.0,), trials=2, t1=1.0)
     >>> sorted(r["cells"]), r["trials"]
-    (['3/1'], 2)
+    (['n=3 beta=1'], 2)
     """
     lam = torch.tensor(cfg.lambdas, dtype=F64)
     d, p = lam.numel(), int(torch.argmin(lam))
@@ -724,7 +724,7 @@ def negdef_patterns(cfg: NegDefConfig, generator: torch.Generator, device: str) 
             n_plus = [int(k) if o else -1 for k, o in zip((cp[j] > 0).sum(-1).tolist(), on.tolist())]
             stable = {k: v["blocks"] for k, v in pred.items()}
             theorem = {k: v["theorem"] for k, v in pred.items()}
-            cells[f"{n}/{beta:g}"] = {
+            cells[f"n={n} beta={beta:g}"] = {  # no "/": results are stored by "/"-joined keys
                 "n": n, "beta": beta, "n_plus": n_plus, "stable": stable, "theorem": theorem,
                 "in_stable": sum(stable.get(k, False) for k in n_plus),
                 "in_theorem": sum(theorem.get(k, False) for k in n_plus),
