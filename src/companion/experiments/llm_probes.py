@@ -67,7 +67,8 @@ SMOOTH_WIDTH = math.sqrt(math.log(BROKEN_RATIO) / math.log(FLAT_RATIO))
 TRANSITION_WIDTH = (math.log(BROKEN_RATIO) / math.log(FLAT_RATIO)) ** (1 / 3)
 # Rank independence: the doubling norms of ranks 1, 8, 64 agree within 25 % (max/min <= 1.25).
 RANK_SPREAD = 0.25
-# Fig. 3 "loss rises with the norm": a rank correlation of 0.8, one swap in four checkpoints.
+# Fig. 3 "loss rises with the norm": a rank correlation of 0.8 between update norm and base perplexity over a run's
+# checkpoints (with seven checkpoints: a few neighbouring pairs out of order, not a trend that reverses).
 MIN_SPEARMAN = 0.8
 # Fig. 3 "the rank matters": forgetting at one common update norm differs by more than 25 % between ranks.
 RANK_MATTERS = 1.25
@@ -227,8 +228,7 @@ PAPER_RANDOM = PaperScale(
 PROFILES_TRAINING = {"fast": TrainingConfig(),
                      "full": TrainingConfig(eval_blocks=8, block_len=128, train_blocks=2048, train_block_len=128,
                                             ranks=(1, 4, 16, 64), seeds=(0, 1, 2), steps=180, batch_size=4,
-                                            checkpoints=(0, 5, 11, 22, 45, 90, 180), lr=1e-2, schedule="linear",
-                                            progress=True)}
+                                            checkpoints=(0, 5, 11, 22, 45, 90, 180), lr=1e-2, progress=True)}
 PAPER_TRAINING = PaperScale(
     values={"model_path": "Qwen3-0.6B", "eval_blocks": 512, "tau": 0.2},
     deviations={"model_path": "Qwen3-0.6B weights cannot be fetched offline; the bundled SmolLM2-135M (30 layers)",
@@ -236,8 +236,8 @@ PAPER_TRAINING = PaperScale(
                                "checkpoint near 5 s on 2 CPU cores"},
     note="The paper states neither the ranks of Fig. 3 (Fig. 4 names r = 8 and 32), nor the learning rate, steps, batch, "
          "data or seeds. Chosen: ranks 1, 4, 16, 64, three seeds, 180 AdamW steps of 4 x 128 Shakespeare tokens at "
-         "lr 1e-2 / sqrt(r) decayed linearly (pilots: rank 64 diverges at 1e-2, learns at 1.25e-3; at a constant lr "
-         "held-out Hamlet perplexity levels off about 17 % down), aiming at a 20 % fall in about 90 minutes of 2 CPU cores.")
+         "lr 1e-2 / sqrt(r) (pilots: rank 64 diverges at 1e-2, learns at 1.25e-3), aiming at a 20 % fall of held-out "
+         "Hamlet perplexity in about 90 minutes of 2 CPU cores.")
 PROFILES_SPECTRA = {"fast": SpectraConfig(), "full": SpectraConfig(noise_draws=8, null_samples=4000)}
 PAPER_SPECTRA = PaperScale(
     values={"model_path": "Llama-2-7B", "encoder_path": "ALBERT-xlarge-v2"},
@@ -701,8 +701,9 @@ def training_claims(result: dict[str, Any], cfg: TrainingConfig) -> list[ledger.
       (max / min over ranks);
     * trained alignment above a random subspace's: ``align_z`` >= :data:`ALIGN_Z` in every rank
       (partly between 0 and :data:`ALIGN_Z`);
-    * Fig. 4: end alignment above 1 in every rank (needed) and rising from the first checkpoint for
-      the ranks <= :data:`LOW_RANK` (wanted);
+    * Fig. 4: the mean end alignment above 1 in every rank (needed), and wanted: above 1 beyond its
+      half-width, and rising from the first checkpoint beyond its half-width for the ranks <=
+      :data:`LOW_RANK`;
     * Fig. 6: at the end some layer exceeds tau (mean b_end <= L, needed) and b moved earlier
       (b_first - b_end > :data:`B_MOVE` beyond its half-width, wanted);
     * drift and forgetting correlate across runs: the Fisher-z interval's lower end > 0 (partly when
@@ -781,9 +782,11 @@ def training_claims(result: dict[str, Any], cfg: TrainingConfig) -> list[ledger.
     low = [r for r in ranks if int(r) <= LOW_RANK] or ranks[:1]
     ra = min(ranks, key=lambda r: s["align_end"][r] - s["align_end_err"][r])
     rr = min(low, key=lambda r: s["align_rise"][r] - s["align_rise_err"][r])
+    re_ = min(ranks, key=lambda r: s["align_end"][r])
     row("A-fig4-alignment-above-one-smollm2",
-        ledger.graded([ledger.within(s["align_end"][ra], s["align_end_err"][ra], 1.0, better="higher")],
-                      [ledger.within(s["align_rise"][rr], s["align_rise_err"][rr], 0.0, better="higher", scale=1.0)]),
+        ledger.graded([ledger.verdict(s["align_end"][re_], 1.0, better="higher")],
+                      [ledger.within(s["align_end"][ra], s["align_end_err"][ra], 1.0, better="higher"),
+                       ledger.within(s["align_rise"][rr], s["align_rise_err"][rr], 0.0, better="higher", scale=1.0)]),
         [s["align_end"][ra], s["align_rise"][rr]],
         f"end layer-mean Align > 1 in every rank (lowest: r = {ra}); end - first checkpoint > 0 for r <= {LOW_RANK} "
         f"(lowest: r = {rr})", 0.0, [s["align_end_err"][ra], s["align_rise_err"][rr]])
@@ -1092,6 +1095,16 @@ def plot_llm_random_adapters(result: dict, ax=None, key: str = "v_proj"):
     return ax
 
 
+def _log_x(ax) -> None:
+    """A log x axis labelled at 1, 2, 5 times powers of ten (matplotlib's default labels crowd narrow ranges)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    ax.set_xscale("log")
+    ax.xaxis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
+    for set_formatter in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
+        set_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+
+
 def _seed_band(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean over seeds (axis 0) and the standard deviation over seeds (0 with one seed)."""
     x = np.asarray(x, float)
@@ -1126,7 +1139,8 @@ def plot_llm_training(result: dict, ax=None):
         (mx, sx), (my, sy) = _seed_band(norm), _seed_band(forget)
         ax.errorbar(mx, my, xerr=sx, yerr=sy, fmt="o-", color=color, capsize=2, label=f"r = {r}")
     ax.axhline(1.0, color="k", ls=":", lw=0.8)
-    ax.set(xscale="log", xlabel=r"update norm $(\sum_\ell \|\Delta V_\ell\|_F^2)^{1/2}$",
+    _log_x(ax)
+    ax.set(xlabel=r"update norm $(\sum_\ell \|\Delta V_\ell\|_F^2)^{1/2}$",
            ylabel="BBC perplexity / before training", title="forgetting vs update norm (llm-training)")
     ax.legend(fontsize=8)
     return ax
@@ -1136,8 +1150,9 @@ def plot_llm_training(result: dict, ax=None):
 def plot_llm_alignment(result: dict, ax=None):
     """Layer-mean Align against step, mean over seeds with the seeds' spread, per rank (Fig. 4).
 
-    The grey band is the random-subspace baseline: 1 +- 2 standard errors of a layer mean (over
-    the seeds' layers) for the smallest rank, whose band is the widest.
+    The dotted line is the random-subspace value 1; each rank's dashed line lies 2 standard errors
+    above it (the random-subspace law of a mean over the seeds' layers: wide for rank 1, narrow for
+    rank 64).
 
     Parameters
     ----------
@@ -1157,11 +1172,9 @@ def plot_llm_alignment(result: dict, ax=None):
         m, s = _seed_band(np.asarray(run["align"], float).mean(-1))
         ax.plot(run["step"], m, "o-", color=f"C{i}", label=f"r = {r}")
         ax.fill_between(run["step"], m - s, m + s, color=f"C{i}", alpha=0.2)
-    r0 = int(min(result["runs"]))
-    seeds = np.shape(result["runs"][r0]["align"])[0]
-    se = math.sqrt(2 * (d - r0) / (r0 * (d + 2)) / (L * seeds))
-    ax.axhspan(1 - 2 * se, 1 + 2 * se, color="0.8", alpha=0.6, label=f"random subspace (r = {r0}, 2 se)")
-    ax.axhline(1.0, color="k", ls=":")
+        se = math.sqrt(2 * (d - int(r)) / (int(r) * (d + 2)) / (L * np.shape(run["align"])[0]))
+        ax.axhline(1 + 2 * se, color=f"C{i}", ls="--", lw=0.8, label="random + 2 se" if i == 0 else None)
+    ax.axhline(1.0, color="k", ls=":", label="random subspace")
     ax.set(xlabel="step", ylabel=r"mean$_\ell$ Align$_\ell$", title="alignment with $u_1$ (llm-training)")
     ax.legend(fontsize=8)
     return ax
@@ -1233,12 +1246,16 @@ def plot_llm_bridge(result: dict, axes=None):
     layers = np.arange(1, int(result["layers"]) + 1)
     for i, (r, run) in enumerate(result["runs"].items()):
         bound = np.asarray(run["bound"], float)[:, -1]
-        axes[0].plot(layers, np.nanmean(np.where(np.isfinite(bound), bound, np.nan), 0), color=f"C{i}", label=f"r = {r}: bound (16)")
+        bound = np.where(np.isfinite(bound), bound, np.nan)  # inf where gap + a <= 0: no bound, not drawn
+        seen = np.isfinite(bound).sum(0)
+        mean = np.where(seen > 0, np.nansum(bound, 0) / np.maximum(seen, 1), np.nan)
+        axes[0].plot(layers, mean, color=f"C{i}", label=f"r = {r}: bound (16)")
         axes[0].plot(layers, np.asarray(run["u1_shift"], float)[:, -1].mean(0), "--", color=f"C{i}", label=r"$|u_1 - \tilde u_1|$")
         axes[1].plot(np.asarray(run["drift"], float)[:, -1, -1], np.exp(_forgetting(run)[:, -1]), "o", color=f"C{i}", label=f"r = {r}")
     axes[0].axhline(1.0, color="k", ls=":", lw=0.8)
     axes[0].set(yscale="log", xlabel="layer", ylabel="at the last step", title=r"Prop. 3.3 on $V^\top V$ (llm-training)")
-    axes[1].set(xscale="log", xlabel=r"last-layer drift $\Delta_L$ at the end", ylabel="BBC perplexity / before training",
+    _log_x(axes[1])
+    axes[1].set(xlabel=r"last-layer drift $\Delta_L$ at the end", ylabel="BBC perplexity / before training",
                 title="drift and forgetting, one point per run")
     for ax in axes:
         ax.legend(fontsize=6)
