@@ -855,8 +855,8 @@ def llm_spectra(cfg: SpectraConfig, generator: torch.Generator, device) -> dict[
     """Fig. 7 / App. E.4: eigenvalues and eigengaps of per-head value matrices, ranks of A_h = K_h^T Q_h.
 
     Both profiles read the same weights; ``full`` draws more rounding noise and more Gaussian heads.
-    Everything is computed on the CPU in float64 (``device`` is not used: the probe is a few small
-    eigen- and singular-value problems per head).
+    Everything is computed on the CPU in float64 (``device`` is accepted but not used: the probe is a
+    few small eigen- and singular-value problems per head).
 
     Returns
     -------
