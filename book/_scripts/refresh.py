@@ -1,6 +1,7 @@
 """Re-execute chapters into their reference notebooks: book/chapters/<slug>.md -> <slug>.ipynb.
 
     python book/_scripts/refresh.py SLUG [SLUG ...]
+    python book/_scripts/refresh.py --prose SLUG [SLUG ...]
 
 Reads the MyST source with jupytext, executes it with nbclient in book/chapters/ (as nbval and
 the book build do), and writes the executed .ipynb. A raising cell aborts with a non-zero exit and
@@ -11,6 +12,12 @@ id derived from its source), so a refresh diff shows only what changed. The note
 ``metadata.companion`` records how long the execution took, when, where and in which profile (the
 status chapter shows it). Uses nbclient directly: `jupytext --execute` needs nbconvert, which the
 pins do not include.
+
+``--prose`` executes nothing: it copies the markdown cells of the .md into the existing reference
+(an edited paragraph, a citation, a new heading) and keeps every code cell of the reference, with
+its outputs and its execution record, as it is. It refuses, with a non-zero exit and the number
+and first line of the cell, when the code cells of the .md differ from the reference's (source,
+order, or cell options such as tags): outputs of code that changed must come from an execution.
 """
 from __future__ import annotations
 
@@ -103,7 +110,103 @@ def refresh(slug: str, timeout: int = 1800) -> Path:
     return out
 
 
+class CodeChanged(Exception):
+    """The code cells of a chapter's .md differ from those of its reference: it needs an execution."""
+
+
+def _options(cell) -> dict:
+    """A code cell's options as the .md states them (nbclient's ``execution`` timing left out)."""
+    return {k: v for k, v in cell.metadata.items() if k != "execution"}
+
+
+def _first_line(cell) -> str:
+    line = next((x for x in cell.source.strip().splitlines() if x.strip()), "")
+    return line if len(line) <= 60 else line[:57] + "..."
+
+
+def check_code_unchanged(cells: list, previous: list) -> None:
+    """Raise :class:`CodeChanged` unless ``cells`` hold the code cells of ``previous``, in order.
+
+    Sources are compared without leading and trailing blank space (as tests/test_pipeline.py
+    compares a chapter with its reference); cell options (``tags`` and the like) exactly.
+
+    >>> from nbformat.v4 import new_code_cell as code, new_markdown_cell as md
+    >>> ref = [md("# A"), code("x = 1"), md("text"), code("print(x)", metadata={"tags": ["t"]})]
+    >>> check_code_unchanged([md("# A, edited"), code(" x = 1 "), code("print(x)", metadata={"tags": ["t"]})], ref)
+    >>> def why(cells):
+    ...     try:
+    ...         check_code_unchanged(cells, ref)
+    ...     except CodeChanged as err:
+    ...         print(err)
+    >>> why([code("x = 2"), code("print(x)", metadata={"tags": ["t"]})])
+    code cell 1 of 2 (`x = 2`) differs from the reference's (`x = 1`)
+    >>> why([code("x = 1"), code("print(x)")])
+    code cell 2 of 2 (`print(x)`) has options {} where the reference has {'tags': ['t']}
+    >>> why([code("x = 1")])
+    the .md has 1 code cells, the reference 2
+    """
+    new = [c for c in cells if c.cell_type == "code"]
+    old = [c for c in previous if c.cell_type == "code"]
+    for k, (a, b) in enumerate(zip(new, old), 1):
+        if a.source.strip() != b.source.strip():
+            raise CodeChanged(f"code cell {k} of {len(new)} (`{_first_line(a)}`) differs from the reference's "
+                              f"(`{_first_line(b)}`)")
+        if _options(a) != _options(b):
+            raise CodeChanged(f"code cell {k} of {len(new)} (`{_first_line(a)}`) has options {_options(a)} "
+                              f"where the reference has {_options(b)}")
+    if len(new) != len(old):
+        raise CodeChanged(f"the .md has {len(new)} code cells, the reference {len(old)}")
+
+
+def prose(slug: str) -> tuple[Path, int]:
+    """Copy the markdown of ``<slug>.md`` into its existing reference ``<slug>.ipynb``, executing nothing.
+
+    The notebook takes the .md's cells in order: its markdown (and raw) cells as written, each code
+    cell as the reference holds it (outputs, execution count, id). Cell ids follow :func:`keep_ids`;
+    the notebook's metadata, its execution record included, are kept. Returns the reference's
+    path and the number of markdown cells that changed (the file is rewritten only when some did,
+    or when cells were added or removed).
+
+    Raises
+    ------
+    SystemExit
+        When the .md or its reference is missing, or (:class:`CodeChanged`) when the code cells
+        differ: run the chapter in execute mode instead.
+    """
+    src = CHAPTERS / f"{slug}.md"
+    out = src.with_suffix(".ipynb")
+    for path in (src, out):
+        if not path.exists():
+            raise SystemExit(f"refresh --prose: {path} does not exist")
+    nb = jupytext.read(src)
+    ref = nbformat.read(out, as_version=4)
+    try:
+        check_code_unchanged(nb.cells, ref.cells)
+    except CodeChanged as err:
+        raise SystemExit(f"refresh --prose: {src.name}: {err}; its outputs need an execution: "
+                         f"make refresh CHAPTER={slug}") from None
+    codes = iter(c for c in ref.cells if c.cell_type == "code")
+    cells = [next(codes) if c.cell_type == "code" else c for c in nb.cells]
+    keep_ids(cells, ref.cells)
+    old_prose = [(c.id, c.cell_type, c.source) for c in ref.cells if c.cell_type != "code"]
+    new_prose = [(c.id, c.cell_type, c.source) for c in cells if c.cell_type != "code"]
+    # edited or added cells, then removed ones
+    changed = len(set(new_prose) - set(old_prose)) + len({i for i, *_ in old_prose} - {i for i, *_ in new_prose})
+    if changed or [c.id for c in cells] != [c.id for c in ref.cells]:
+        ref.cells = cells
+        tmp = out.with_suffix(".ipynb.tmp")
+        nbformat.write(ref, tmp)
+        tmp.replace(out)
+    return out, changed
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--prose"]:
+        for slug in argv[1:]:
+            out, changed = prose(slug)
+            print(f"refresh --prose: {out.relative_to(CHAPTERS.parents[1])}: "
+                  + (f"{changed} markdown cell(s) updated" if changed else "markdown unchanged"))
+        return 0
     for slug in argv:
         t = time.perf_counter()
         out = refresh(slug)

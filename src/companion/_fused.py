@@ -5,8 +5,8 @@ three kernels over a (trials, n, m) score array (a GEMM, a softmax, a GEMM) and 
 through memory between them; for the papers' small ensembles (80 tokens in d = 3) this costs as
 much as the exponentials. Here a block of query rows is scored, exponentiated and summed while it
 sits in the first-level cache, and the query and value projections (A x_i, V x_j) and the sphere
-models' tangent projection are done in the same kernel (torch spends ~0.1 ms on each of these
-3-column products for 16,000 tokens).
+models' tangent projection are done in the same kernel (each of these 3-column products is a
+separate pass over memory in torch; timings in ``bench/results/`` of the repository).
 
 Two choices make the exponential loop vectorise (numba has no vector exp of its own here):
 

@@ -2,10 +2,10 @@
 
 glibc's malloc serves every allocation above a threshold (128 KiB at start, adapted up to 32 MiB)
 with a fresh ``mmap`` and returns it to the OS on free, so a tensor of a few MB made at every step
-of an integrator is page-faulted in again at every step. Measured on the 2-core development machine:
-one float32 field evaluation of the 200 x 80 ensemble took 4.3 ms with 2,490 page faults per call,
-and 1.2 ms with none after :func:`tune_allocator`; chapters spent a quarter of their time in the
-kernel. torch has no caching allocator on the CPU, so the remedy is glibc's own: a fixed mmap
+of an integrator is page-faulted in again at every step: a float32 field evaluation of a chapter's
+ensemble then spends much of its time in the kernel's page-fault handler, and none after
+:func:`tune_allocator` (timings and fault counts: ``bench/results/README.md`` in the repository).
+torch has no caching allocator on the CPU, so the remedy is glibc's own: a fixed mmap
 threshold and a high trim threshold (memory freed by one step is reused by the next). The command
 line, the benchmarks and ``make`` apply it (the Makefile through glibc's ``MALLOC_MMAP_THRESHOLD_``
 and ``MALLOC_TRIM_THRESHOLD_``, so notebook kernels inherit it); call it yourself in scripts.

@@ -37,11 +37,12 @@ On a SLURM cluster, `dask-jobqueue <https://jobqueue.dask.org>`_ (not pinned by 
     cluster.scale(jobs=8)
     results = run_sweep(func, grid, "/shared/fs/sweep", scheduler=cluster)
 
-Dask's default configuration starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``; for the
-chapters' torch computations that made a worker about 3x slower than a plain process (every large
-temporary becomes a fresh ``mmap``). The LocalCluster of :func:`run_sweep` unsets it; for workers you
-start yourself (``dask worker``, dask-jobqueue), unset it in a Dask configuration file of the machines
-that start them, e.g. ``~/.config/dask/companion.yaml``::
+Dask's default configuration starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which makes
+every large temporary of the chapters' torch computations a fresh ``mmap``: a worker then runs them
+several times slower than a plain process (measured: ``bench/results/README.md`` in the
+repository). The LocalCluster of :func:`run_sweep` unsets it; for workers you start yourself
+(``dask worker``, dask-jobqueue), unset it in a Dask configuration file of the machines that start
+them, e.g. ``~/.config/dask/companion.yaml``::
 
     distributed:
       nanny:
@@ -328,7 +329,7 @@ def _client(scheduler: Any, n_workers: int) -> Iterator[Any]:
 
         # Dask starts workers with MALLOC_TRIM_THRESHOLD_=65536, which also pins glibc's mmap
         # threshold: every large torch temporary is then a fresh mmap, and the circle sweep ran
-        # 3x slower in a worker than in this process (N = 1e5 point: 12.5 s against 4.1 s).
+        # several times slower in a worker than in this process (bench/results/README.md).
         with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}), \
                 LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                              dashboard_address=None, silence_logs=logging.ERROR) as cluster, Client(cluster) as client:

@@ -1250,6 +1250,18 @@ def plot_laplace(result: dict[str, Any], ax=None):
     """log-log: the worst token's |m_beta(x) - y*(x)| against beta, Lemma 5's rate, the leading term
     1/beta, and the law with a hole levelling off at 1 - cos r.
 
+    Parameters
+    ----------
+    result : dict
+        What :func:`laplace` returns.
+    ax : matplotlib.axes.Axes, optional
+        The axes to draw on; None opens a new figure.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on: ``ax`` as given, or the new figure's.
+
     Examples
     --------
     >>> import matplotlib
@@ -1448,6 +1460,18 @@ def _c3_cases(cfg: GradientFlowBetaConfig) -> list[tuple[str, torch.Tensor, torc
 def plot_gradient_flow_beta(result: dict[str, Any], ax=None):
     """Top row: W_2(mu_t, Pi_# mu_0) per beta (seed mean), one panel per figure; bottom row: the
     energy ratio E_B(mu_t) / E_B(rho_opt) (Figs. 6, 7) and the alignment with E (Fig. 9).
+
+    Parameters
+    ----------
+    result : dict
+        What :func:`gradient_flow_beta` returns.
+    ax : (2, 3) array of matplotlib.axes.Axes, optional
+        The panels, one column per figure; None opens a new figure with them.
+
+    Returns
+    -------
+    (2, 3) array of matplotlib.axes.Axes
+        The panels drawn on: ``ax`` as given, or the new figure's.
 
     Examples
     --------
@@ -1657,6 +1681,18 @@ class EigenConsensusConfig:
 def plot_eigen_consensus(result: dict[str, Any], ax=None):
     """Measured growth rates of a perturbed consensus on each eigenvector of V (markers) against the
     linearisation (lines), for every beta.
+
+    Parameters
+    ----------
+    result : dict
+        What :func:`eigen_consensus` returns.
+    ax : matplotlib.axes.Axes, optional
+        The axes to draw on; None opens a new figure.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on: ``ax`` as given, or the new figure's.
 
     Examples
     --------
@@ -1883,6 +1919,18 @@ class HardmaxConfig:
 
 def plot_hardmax(result: dict[str, Any], ax=None):
     """log-log: the gap between the hardmax Algorithm 1 and Algorithm 2 against n, with n^(-1/2).
+
+    Parameters
+    ----------
+    result : dict
+        What :func:`hardmax` returns.
+    ax : matplotlib.axes.Axes, optional
+        The axes to draw on; None opens a new figure.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on: ``ax`` as given, or the new figure's.
 
     Examples
     --------

@@ -1578,6 +1578,18 @@ def plot_cluster_limit(result: dict[str, Any], axes=None):
     means +- standard error). Right: when the k_max clusters form, when they first merge, and the
     plateau between, against ln N (means +- standard error).
 
+    Parameters
+    ----------
+    result : dict
+        What :func:`cluster_limit` returns.
+    axes : sequence of 2 matplotlib.axes.Axes, optional
+        The panels, left to right; None opens a new figure with them.
+
+    Returns
+    -------
+    sequence of matplotlib.axes.Axes
+        The panels drawn on: ``axes`` as given, or the new figure's.
+
     Examples
     --------
     >>> import matplotlib

@@ -1433,6 +1433,18 @@ def coupled_samples(x0: torch.Tensor, V: torch.Tensor, depths: tuple[int, ...], 
 def plot_weak_error(result: dict, ax=None):
     """|E phi(X^L) - E phi(X)| against L (log-log, 2 standard errors), with a 1/L guide.
 
+    Parameters
+    ----------
+    result : dict
+        What :func:`weak_error` returns.
+    ax : matplotlib.axes.Axes, optional
+        The axes to draw on; None opens a new figure.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on: ``ax`` as given, or the new figure's.
+
     Examples
     --------
     >>> import matplotlib

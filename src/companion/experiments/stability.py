@@ -1227,7 +1227,9 @@ def plot_field_bounds(result: dict[str, Any], ax=None):
     Parameters
     ----------
     result : dict
-        A result of :func:`field_bounds_check`; ax : optional matplotlib axes.
+        A result of :func:`field_bounds_check`.
+    ax : matplotlib.axes.Axes, optional
+        The axes to draw on; None opens a new figure.
 
     Returns
     -------
@@ -1449,7 +1451,9 @@ def plot_window(result: dict[str, Any], ax=None):
     Parameters
     ----------
     result : dict
-        A result of :func:`closeness_window`; ax : optional pair of matplotlib axes.
+        A result of :func:`closeness_window`.
+    ax : sequence of 2 matplotlib.axes.Axes, optional
+        The panels, left to right; None opens a new figure with them.
 
     Returns
     -------
@@ -1667,7 +1671,9 @@ def plot_initial_laws(result: dict[str, Any], ax=None):
     Parameters
     ----------
     result : dict
-        A result of :func:`initial_laws`; ax : optional matplotlib axes.
+        A result of :func:`initial_laws`.
+    ax : matplotlib.axes.Axes, optional
+        The axes to draw on; None opens a new figure.
 
     Returns
     -------
@@ -1823,7 +1829,9 @@ def plot_cone(result: dict[str, Any], ax=None):
     Parameters
     ----------
     result : dict
-        A result of :func:`cone_collapse`; ax : optional matplotlib axes.
+        A result of :func:`cone_collapse`.
+    ax : matplotlib.axes.Axes, optional
+        The axes to draw on; None opens a new figure.
 
     Returns
     -------
@@ -1973,7 +1981,9 @@ def plot_eigvec(result: dict[str, Any], ax=None):
     Parameters
     ----------
     result : dict
-        A result of :func:`top_eigvec`; ax : optional matplotlib axes.
+        A result of :func:`top_eigvec`.
+    ax : matplotlib.axes.Axes, optional
+        The axes to draw on; None opens a new figure.
 
     Returns
     -------

@@ -588,8 +588,10 @@ def dirac_pair_ratio(z: float) -> float:
 
 
 def c43_threshold() -> float:
-    """The ``z = R^2 |A|_op`` below which two Dirac measures violate (42) with constant (43):
-    the root of ``2 z (1 + e^{2 z}) = 1`` (derived, see :func:`dirac_pair_ratio`).
+    r"""The ``z = R^2 |A|_op`` below which two Dirac measures violate (42) with constant (43):
+    the root of ``2 z (1 + e^{2 z}) = 1`` (derived, see :func:`dirac_pair_ratio`),
+
+    .. math:: z^* > 0: \quad 2 z^* \big(1 + e^{2 z^*}\big) = 1 .
 
     Returns
     -------
@@ -696,8 +698,14 @@ def field_bounds(R: float, A: Any, V: Any, dA: Any, dV: Any) -> FieldBounds:
 
 def bound_crossing_time(A: Any, V: Any, dA: Any, dV: Any, M0: float, level: float, *, t_max: float = 10.0,
                         variant: str = "main") -> float:
-    """The first time bound (14) of Prop. 3.1 on ``W2`` reaches ``level``: the window of closeness
+    r"""The first time bound (14) of Prop. 3.1 on ``W2`` reaches ``level``: the window of closeness
     the bound guarantees (Remark C.6), found by bisection (the bound increases with t).
+
+    .. math::
+
+        t^* = \min\big\{t \in [0, t_{\max}] : L_t \exp\big(2 C_t e^{3 D_t}\big) \ge {\rm level}^2\big\},
+
+    with :math:`L_t, C_t, D_t` as in :func:`prop31_bound` (:math:`t_{\max}` when the set is empty).
 
     Parameters
     ----------
@@ -746,7 +754,11 @@ DAVIS_KAHAN_CONSTANT = 2.0 * math.sqrt(2.0)
 
 
 def davis_kahan_drift_bound(gap: float, a: float, b_norm: float, E_norm: float) -> float:
-    """An explicit form of Lemma C.14: ``|u1 - u1~| <= 2 sqrt(2) (|b| + |E|_op) / (gap + a)`` (derived).
+    r"""An explicit form of Lemma C.14: ``|u1 - u1~| <= 2 sqrt(2) (|b| + |E|_op) / (gap + a)`` (derived).
+
+    .. math::
+
+        \lVert u_1 - \tilde u_1\rVert \le \frac{2\sqrt 2\,(\lVert b\rVert + \lVert E\rVert_{\rm op})}{\mathrm{gap} + a} .
 
     Lemma C.14 writes ``V~ = A + R`` with ``A = V + a u1 u1^T`` (top eigenvector u1, gap
     ``delta_A = gap + a``) and ``R = u1 b^T + b u1^T + E``; since ``b`` is orthogonal to ``u1``,

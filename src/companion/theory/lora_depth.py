@@ -201,17 +201,45 @@ class DepthBound:
 
 
 def depth_bound(clusters, Q, K, V_tilde, *, n: int, delta: float, M: float) -> DepthBound:
-    """Theorem 4.6 (paper A): the constants of the exit-time bound, for the tightest valid choice.
+    r"""Theorem 4.6 (paper A): the constants of the exit-time bound, for the tightest valid choice.
 
     The theorem holds for either sign of the left eigenvector ``ell = phi_1^*`` and any occupied
     non-maximal cluster ``c_-`` with ``ell(c_-) > 0``; this returns the choice with the smallest
     ``T_dom + slack``. The eigenvectors ``phi_p`` of ``V_tilde`` are normalised to unit length and
-    ``phi_p^*`` is the dual basis (rows of the inverse eigenvector matrix).
+    ``phi_p^*`` is the dual basis (rows of the inverse eigenvector matrix). With
+    :math:`c_{pq} = \langle Q\phi_p, K\phi_q\rangle`, the eigenvalues
+    :math:`\lambda_1 > \max_{k\ge2}|\lambda_k|` of :math:`\widetilde V` and
+    :math:`c_+ = \arg\max_c \ell(c)`:
+
+    .. math::
+
+        T_{\rm dom} = \max\Big(\frac{1}{\rm gap}\log\frac{4C_{\rm sub}}{a^*},\;
+            \frac{1}{2\lambda_1}\log\Big(\frac{2}{a^*}\log\frac{n}{p^*}\Big)\Big),
+        \qquad {\rm slack} = \frac{16\lVert\ell\rVert\,\delta}{\lambda_1 D_-},
+
+        a^* = \frac{c_{11}\, m^* D_+}{4}, \quad p^* = \frac{D_-}{2(D_- + 4M)}, \quad
+        C_{\rm sub} = M^2\Big(\sum_{p,q}|c_{pq}| - |c_{11}|\Big), \quad
+        {\rm gap} = \lambda_1 - \max_{k\ge2}|\lambda_k|,
+
+        D_+ = \ell(c_+) - \max_{c\ne c_+}\ell(c), \quad D_- = \ell(c_+) - \ell(c_-), \quad m^* = \ell(c_-).
 
     Parameters
     ----------
-    clusters : (k, d) occupied limiting clusters of the base dynamics; Q, K, V_tilde : (d, d);
-    n : number of tokens; delta : cluster radius; M : bound on ``|phi_p^*(z_i)|`` in the 2 delta tube.
+    clusters : (k, d) tensor
+        The occupied limiting clusters of the base dynamics, k >= 2.
+    Q, K, V_tilde : (d, d) tensors
+        The perturbed weights; ``V_tilde`` with a real spectrum and a simple dominant eigenvalue.
+    n : int
+        Number of tokens.
+    delta : float
+        Cluster radius (> 0).
+    M : float
+        A bound on ``|phi_p^*(z_i)|`` in the 2 delta tube (> 0).
+
+    Returns
+    -------
+    DepthBound
+        The constants above for the tightest choice of ``ell`` and ``c_-``.
 
     Examples
     --------

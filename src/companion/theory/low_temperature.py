@@ -136,10 +136,15 @@ def top_eigenspace(M, *, tol: float = 1e-9) -> TopEigenspace:
 
 
 def top_eigenspace_abs(V, *, tol: float = 1e-9) -> TopEigenspace:
-    """``F^abs``: the eigenspace of a symmetric V for an eigenvalue of largest modulus.
+    r"""``F^abs``: the eigenspace of a symmetric V for an eigenvalue of largest modulus.
 
     When ``+lambda`` and ``-lambda`` are both of largest modulus the positive one is returned.
     ``gap`` is the distance to the nearest other eigenvalue.
+
+    .. math::
+
+        F^{\rm abs} = \ker(V - \lambda^* I), \qquad |\lambda^*| = \max_k |\lambda_k(V)|,
+        \qquad \mathrm{gap} = \min_{\lambda_k \ne \lambda^*} |\lambda_k - \lambda^*| .
 
     Examples
     --------
@@ -154,8 +159,13 @@ def top_eigenspace_abs(V, *, tol: float = 1e-9) -> TopEigenspace:
 
 
 def check_assumption_1(B, V, *, tol: float = 1e-9) -> TopEigenspace:
-    """Check Assumption 1 (A1: B invertible; A2: ``M = V B^T`` symmetric with a spectral gap) and
+    r"""Check Assumption 1 (A1: B invertible; A2: ``M = V B^T`` symmetric with a spectral gap) and
     return the top eigenspace E of M. Raises ValueError naming the failing part.
+
+    .. math::
+
+        \text{(A1)}\ \det B \ne 0, \qquad \text{(A2)}\ M = V B^\top = M^\top, \qquad
+        \gamma = \mu_1 - \mu_2 > 0, \qquad E = \ker(M - \mu_1 I).
 
     Examples
     --------
@@ -383,8 +393,12 @@ def corollary2_bound(X0, B, V, p: float, t) -> torch.Tensor:
 
 
 def max_admissible_p(k: int) -> float:
-    """Assumption 2 holds for a continuous positive density iff ``k = dim E > 2p``: the supremum of
+    r"""Assumption 2 holds for a continuous positive density iff ``k = dim E > 2p``: the supremum of
     admissible p in (0, 1] is ``min(1, k / 2)`` (attained only when k > 2).
+
+    .. math::
+
+        \sup\{p \in (0, 1] : \mathcal V_p(\rho_0) < \infty\} = \min\big(1, \tfrac{k}{2}\big), \qquad k = \dim E .
 
     Examples
     --------

@@ -242,6 +242,14 @@ def neighbour_exponent(beta: float, normalization: str = "usa") -> float:
     r"""How fast the modes next to k_max fade relative to it, as a power of N: :math:`(1 - \rho)/2`,
     :math:`\rho = \max_{j \ne k_{\max}} \gamma_j / \gamma_{k_{\max}}`.
 
+    .. math::
+
+        e(\beta) = \frac{1 - \rho}{2}, \qquad
+        \rho = \max_{j \ne k_{\max}} \frac{\gamma_j(\beta)}{\gamma_{k_{\max}}(\beta)},
+
+    with the growth rates :math:`\gamma_j` of :func:`growth_rate` on the circle (``normalization``
+    ``"usa"`` or ``"sa"``).
+
     Every mode starts at :math:`O(N^{-1/2})`; when :math:`m_{k_{\max}}` reaches an O(1) level, at
     :math:`t \approx \ln N / (2\gamma_{k_{\max}})`, mode j is :math:`N^{-1/2} e^{\gamma_j t} =
     N^{-(1 - \gamma_j/\gamma_{k_{\max}})/2}`. A derived heuristic (not a statement of paper D) for the rate

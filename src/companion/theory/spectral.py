@@ -219,10 +219,18 @@ def mean_block(lambda_k: float, lambda_p: float, beta: float, n_plus: int, n_min
 
 
 def sign_split_spectrum(lambdas: Sequence[float] | torch.Tensor, p: int, beta: float, n_plus: int, n_minus: int) -> torch.Tensor:
-    """Every eigenvalue of the linearisation at ``x_i* = s_i e_p`` on the tangent space, from the
+    r"""Every eigenvalue of the linearisation at ``x_i* = s_i e_p`` on the tangent space, from the
     invariant decomposition of appendix A.2: for each ``k != p``, ``-gamma_+`` (n_+ - 1 times),
     ``-gamma_-`` (n_- - 1 times) and the two eigenvalues of ``B_k``. ``n_minus = 0`` gives the
     homogeneous state (Section 5.1).
+
+    .. math::
+
+        \operatorname{spec} = \bigcup_{k \ne p} \Big( \{-\gamma_+\}^{n_+ - 1} \cup \{-\gamma_-\}^{n_- - 1}
+            \cup \operatorname{spec} B_k \Big),
+
+    with :math:`\gamma_\pm` of :func:`gammas` and :math:`B_k` of :func:`mean_block` (the scalar
+    :math:`\lambda_k - \gamma_+` when :math:`n_- = 0`, :math:`\lambda_k - \gamma_-` when :math:`n_+ = 0`).
 
     Returns
     -------
@@ -271,11 +279,21 @@ def homogeneous_stable(lambdas: Sequence[float] | torch.Tensor, p: int) -> bool:
 
 
 def sign_split_stable_theorem(lambdas: Sequence[float] | torch.Tensor, p: int, beta: float, n_plus: int, n_minus: int) -> bool:
-    """Theorem 5.2 as stated (``n_+, n_- >= 1``), ``c = e^{2 beta lambda_p}``, ``r = n_+/n_-``:
+    r"""Theorem 5.2 as stated (``n_+, n_- >= 1``), ``c = e^{2 beta lambda_p}``, ``r = n_+/n_-``:
 
     * ``lambda_p > 0``: stable iff ``lambda_p > |ln r|/(2 beta)`` and ``lambda_k < lambda_p sigma(c, r)``;
     * ``lambda_p < 0``: stable iff ``lambda_p < -|ln r|/(2 beta)`` and
       ``lambda_p < lambda_k < lambda_p sigma(c, r)``, for every ``k != p``.
+
+    .. math::
+
+        \lambda_p > 0:\quad \lambda_p > \frac{|\ln r|}{2\beta}\ \text{and}\
+            \lambda_k < \lambda_p\,\sigma(c, r)\ \ \forall k \ne p;
+        \qquad
+        \lambda_p < 0:\quad \lambda_p < -\frac{|\ln r|}{2\beta}\ \text{and}\
+            \lambda_p < \lambda_k < \lambda_p\,\sigma(c, r)\ \ \forall k \ne p,
+
+    with :math:`c = e^{2\beta\lambda_p}`, :math:`r = n_+/n_-` and :math:`\sigma` of :func:`sigma`.
 
     ``lambda_p = 0`` is never stable (sigma undefined; the within-group rates vanish).
 
@@ -301,10 +319,15 @@ def sign_split_stable_theorem(lambdas: Sequence[float] | torch.Tensor, p: int, b
 
 
 def sign_split_stable_blocks(lambdas: Sequence[float] | torch.Tensor, p: int, beta: float, n_plus: int, n_minus: int) -> bool:
-    """Stability from the invariant decomposition itself (the singleton caveat built in):
+    r"""Stability from the invariant decomposition itself (the singleton caveat built in):
     ``gamma_+ > 0`` only if ``n_+ >= 2``, ``gamma_- > 0`` only if ``n_- >= 2``, and every mean block
     ``B_k`` (``k != p``) Hurwitz (trace < 0, det > 0). Agrees with Theorem 5.2 when both groups hold
     at least two tokens.
+
+    .. math::
+
+        \text{stable} \iff (n_+ < 2 \ \text{or}\ \gamma_+ > 0),\ (n_- < 2 \ \text{or}\ \gamma_- > 0)
+            \ \text{and}\ \operatorname{tr} B_k < 0 < \det B_k \ \ \forall k \ne p .
 
     Examples
     --------
