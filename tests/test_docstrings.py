@@ -28,7 +28,7 @@ _SECTION = re.compile(r"^Examples\n-{3,}\n(.*?)(?=^[^\s>.][^\n]*\n-{3,}\n|\Z)", 
 BACKLOG: dict[str, set[str]] = {
     "companion.experiments.llm_probes": {
         "llm_random_adapters", "llm_training", "llm_spectra", "llm_layer_repetition", "plot_llm_random_adapters",
-        "plot_llm_training", "plot_llm_alignment", "plot_llm_drift", "plot_llm_layer_repetition"},
+        "plot_llm_layer_repetition"},
     "companion.experiments.metastable": {
         "linear_rates", "lnN_law", "official_runs", "long_run", "mean_field_pde", "sphere_rates", "plot_linear_rates",
         "plot_lnN_law", "plot_official_run", "plot_long_run", "plot_pde", "plot_sphere_rates"},

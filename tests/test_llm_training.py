@@ -230,6 +230,70 @@ def test_training_claims_on_one_seed_and_two_runs(synthetic):
     assert s["A-fig3-rank-matters-smollm2"] == "reproduced"
 
 
+def test_training_rows_say_whether_the_fall_met_its_target(synthetic):
+    # The runs learned (>= LEARNED_FALL) but fell short of TARGET_FALL: judged, and every statement says "not met".
+    from companion.experiments import llm_probes as lp
+
+    short = dict(synthetic, runs={r: dict(run, ppl_new=run["ppl_new"] * 0 + 50 * np.r_[1.0, 0.95, 0.9, 0.87, 0.85])
+                                  for r, run in synthetic["runs"].items()})
+    rows = lp.training_claims(short, lp.TrainingConfig())
+    assert all("fell 15% over the runs (target 20%: not met)" in c.statement for c in rows)
+    assert {c.status for c in rows} != {"not-checkable"}
+    assert all("(target 20%: met)" in c.statement for c in lp.training_claims(synthetic, lp.TrainingConfig()))
+
+
+def _store_parts(folder, cfg, keys):
+    """Synthetic parts for ``keys`` with ``cfg``'s settings: rank r, seed s learns 1 - (40 - s) / 50."""
+    from companion.experiments import llm_probes as lp
+
+    rng = np.random.default_rng(0)
+
+    def part(r, s):
+        one = _run(rng, seeds=1, C=len(cfg.checkpoints), L=4, scale=1 + 0.1 * r, forget=0.3)
+        one = {k: (np.asarray(cfg.checkpoints) if k == "step" else v[0]) for k, v in one.items()}
+        one["ppl_new"] = np.linspace(50.0, 40.0 - s, len(cfg.checkpoints))
+        return one
+
+    T.run_parts(keys, part, folder, settings=lp._part_settings(cfg))
+
+
+def test_training_from_parts_reads_what_is_stored(tmp_path):
+    import dataclasses
+
+    from companion import experiments
+    from companion.experiments import llm_probes as lp
+
+    cfg = dataclasses.replace(lp.PROFILES_TRAINING["fast"], seeds=(0, 1, 2), baseline_samples=16)
+    assert lp.training_from_parts(tmp_path, "fast", d=32, cfg=cfg) is None  # nothing stored
+    _store_parts(tmp_path, cfg, [(4, 0), (16, 0), (4, 1), (16, 1), (4, 2)])
+    res = lp.training_from_parts(tmp_path, "fast", d=32, cfg=cfg)
+    # Seed 2 lacks rank 16: left out, so that the ranks stay paired by seed.
+    assert res["seeds"].tolist() == [0, 1] and res["left_out"] == [(4, 2)] and res["profile"] == "fast, 4 of 6 runs"
+    assert res["runs"][16]["ppl_new"][:, -1].tolist() == [40.0, 39.0] and res["layers"] == 4 and res["d"] == 32
+    assert res["config"]["seeds"] == (0, 1) and set(res["random_baseline"]) == {4, 16}
+    rows = experiments.judge(res)  # judged like a result of the experiment, under its label
+    assert len(rows) == 6 and {c.profile for c in rows} == {"fast, 4 of 6 runs"}
+    assert all("2 seeds per rank" in c.statement for c in rows)
+    _store_parts(tmp_path, cfg, [(16, 2)])
+    full = lp.training_from_parts(tmp_path, "fast", d=32, cfg=cfg)
+    assert full["profile"] == "fast" and full["seeds"].tolist() == [0, 1, 2] and full["left_out"] == []
+    # Parts computed with other settings are not current: they are not read.
+    other = dataclasses.replace(cfg, steps=cfg.steps + 1, checkpoints=(*cfg.checkpoints[:-1], cfg.steps + 1))
+    assert lp.training_from_parts(tmp_path, "fast", d=32, cfg=other) is None
+    with pytest.raises(ValueError, match="profile must be one of"):
+        lp.training_from_parts(tmp_path, "paper")
+
+
+def test_random_subspace_alignment_in_batches_draws_as_one_call():
+    g = torch.Generator().manual_seed(3)
+    a = P.random_subspace_alignment(40, 5, 600, generator=g)  # three batches of at most 256
+    g = torch.Generator().manual_seed(3)
+    Q = torch.linalg.qr(torch.randn(600, 40, 5, generator=g, dtype=torch.float64)).Q
+    torch.testing.assert_close(a, 40 / 5 * (Q[:, 0, :] ** 2).sum(-1), rtol=0, atol=0)
+    with pytest.raises(ValueError, match="samples"):
+        P.random_subspace_alignment(40, 5, 0, generator=g)
+
+
 @pytest.fixture(scope="module")
 def bundled():
     from companion.llm import assets

@@ -32,6 +32,7 @@ __all__ = [
     "RepetitionConfig",
     "llm_random_adapters",
     "llm_training",
+    "training_from_parts",
     "llm_spectra",
     "llm_layer_repetition",
     "transition_norm",
@@ -79,7 +80,8 @@ ALIGN_Z = 2.0
 LOW_RANK = 32
 # Fig. 6 "moves earlier": the seed mean of b_first - b_end above half a layer (b is an integer layer index).
 B_MOVE = 0.5
-# The full profile is sized so that held-out Hamlet perplexity falls by at least 20 % in every run (reported).
+# The fall of held-out Hamlet perplexity the full profile was sized for (issue #20: at least 20 % in every run). Not a
+# gate (LEARNED_FALL is): whether the runs reached it is said in every training row's statement, met or not.
 TARGET_FALL = 0.2
 # A run "learned" the new domain when its held-out perplexity fell by 10 %, beyond the 7 % checkpoint-to-checkpoint
 # wobble of the fast profile's held-out Hamlet perplexity; a probe that did not train gives no verdict.
@@ -140,9 +142,9 @@ class TrainingConfig:
     blocks of ``train_block_len`` tokens; one run per rank in ``ranks`` and seed in ``seeds``, LoRA
     on the modules ``targets`` (scaling alpha / r = 1); ``steps`` AdamW steps of ``batch_size``
     blocks at learning rate ``lr * r ** -lr_rank_power`` for rank ``r`` (one ``lr`` that teaches
-    rank 1 makes rank 64 diverge), decayed by ``schedule`` (``"linear"``: to ``lr / steps`` at the
-    last step; ``"constant"``); checkpoints at the steps ``checkpoints`` (0 and ``steps``
-    among them); ``value_module`` is the module whose update norm, alignment and Prop. 3.3
+    rank 1 makes rank 64 diverge), following ``schedule`` (``"constant"``, both profiles' choice: not
+    decayed; ``"linear"``: decayed to ``lr / steps`` at the last step); checkpoints at the steps
+    ``checkpoints`` (0 and ``steps`` among them); ``value_module`` is the module whose update norm, alignment and Prop. 3.3
     quantities are measured; ``tau`` the drift threshold of the bifurcation depth;
     ``baseline_samples`` random subspaces for the alignment baseline (drawn from ``seed``);
     ``model_path`` as in :class:`RandomAdaptersConfig`; ``progress``: progress bars. Seeds: see
@@ -236,8 +238,9 @@ PAPER_TRAINING = PaperScale(
                                "checkpoint near 5 s on 2 CPU cores"},
     note="The paper states neither the ranks of Fig. 3 (Fig. 4 names r = 8 and 32), nor the learning rate, steps, batch, "
          "data or seeds. Chosen: ranks 1, 4, 16, 64, three seeds, 180 AdamW steps of 4 x 128 Shakespeare tokens at "
-         "lr 1e-2 / sqrt(r) (pilots: rank 64 diverges at 1e-2, learns at 1.25e-3), aiming at a 20 % fall of held-out "
-         "Hamlet perplexity in about 90 minutes of 2 CPU cores.")
+         "lr 1e-2 / sqrt(r), constant (pilots: rank 64 diverges at 1e-2, learns at 1.25e-3), aimed at a 20 % fall of "
+         "held-out Hamlet perplexity; the stored runs took 11-14 min each on 2 CPU cores and fell short of that target "
+         "(the chapter prints by how much).")
 PROFILES_SPECTRA = {"fast": SpectraConfig(), "full": SpectraConfig(noise_draws=8, null_samples=4000)}
 PAPER_SPECTRA = PaperScale(
     values={"model_path": "Llama-2-7B", "encoder_path": "ALBERT-xlarge-v2"},
@@ -517,20 +520,124 @@ def llm_training(cfg: TrainingConfig, generator: torch.Generator, device) -> dic
             lr=lrs[r], schedule=cfg.schedule, checkpoints=cfg.checkpoints, evaluate=evaluate, progress=cfg.progress)
         return arrays
 
-    # What makes a stored part current: every setting of a run (not the progress bars, the baseline, the run list).
-    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("progress", "baseline_samples", "seed", "ranks", "seeds")}
     folder = output_folder()
     parts = training.run_parts([(r, s) for s in cfg.seeds for r in cfg.ranks], one_run,
-                               folder / "parts" if folder is not None else None, settings=settings,
+                               folder / "parts" if folder is not None else None, settings=_part_settings(cfg),
                                progress=cfg.progress, log=print if cfg.progress else None)
-    runs = {int(r): training.stack_seeds(parts, r) for r in cfg.ranks}
-    d_in = held["model"].config.hidden_size
-    samples = {int(r): probes.random_subspace_alignment(d_in, r, cfg.baseline_samples, generator=generator) for r in cfg.ranks}
-    return {"model": path, "ranks": np.array(cfg.ranks), "seeds": np.array(cfg.seeds), "runs": runs, "tau": cfg.tau,
-            "layers": int(H_base.shape[0]), "d": d_in, "targets": tuple(cfg.targets), "lr": lrs,
+    return _training_result(cfg, parts, cfg.seeds, d=held["model"].config.hidden_size, model=path, generator=generator)
+
+
+def _part_settings(cfg: TrainingConfig) -> dict[str, Any]:
+    """What makes a stored part current: every setting of a run (not the progress bars, the baseline, the run list)."""
+    return {k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("progress", "baseline_samples", "seed", "ranks", "seeds")}
+
+
+def _training_result(cfg: TrainingConfig, parts: dict, seeds: Sequence[int], *, d: int, model: str,
+                     generator: torch.Generator) -> dict[str, Any]:
+    """The :func:`llm_training` result from its parts (``(rank, seed) -> arrays``) for ``cfg.ranks`` x ``seeds``."""
+    from ..llm import probes, training
+
+    runs = {int(r): training.stack_seeds({(r_, s_): p for (r_, s_), p in parts.items() if s_ in set(seeds)}, r)
+            for r in cfg.ranks}
+    samples = {int(r): probes.random_subspace_alignment(d, r, cfg.baseline_samples, generator=generator) for r in cfg.ranks}
+    first = runs[int(cfg.ranks[0])]
+    return {"model": model, "ranks": np.array(cfg.ranks), "seeds": np.array(seeds), "runs": runs, "tau": cfg.tau,
+            "layers": int(np.shape(first["drift"])[-1]), "d": int(d), "targets": tuple(cfg.targets),
+            "lr": {int(r): cfg.lr * float(r) ** -cfg.lr_rank_power for r in cfg.ranks},
             "random_baseline": {r: float(a.mean()) for r, a in samples.items()},
             "random_baseline_se": {r: float(a.std() / math.sqrt(a.numel())) for r, a in samples.items()},
-            "steps": cfg.steps, "tokens_per_step": cfg.batch_size * train_ids.shape[1], "eval_tokens": int(base_ids.numel())}
+            "steps": cfg.steps, "tokens_per_step": cfg.batch_size * cfg.train_block_len,
+            "eval_tokens": cfg.eval_blocks * cfg.block_len}
+
+
+def training_from_parts(folder, profile: str = "full", *, d: int | None = None,
+                        cfg: TrainingConfig | None = None) -> dict[str, Any] | None:
+    """The ``profile`` result of :func:`llm_training` assembled from the runs stored so far as parts.
+
+    ``python -m companion run llm-training --out DIR`` stores each (rank, seed) run as it finishes in
+    ``DIR/llm-training/parts`` (:func:`companion.llm.training.run_parts`); this reads every part there
+    that is current for the profile (verified, computed with its settings: :func:`companion.llm.training.load_part`)
+    and keeps the seeds that every rank of the profile has, so that rank comparisons stay paired.
+    Nothing is trained. The result is what :func:`llm_training` returns for those seeds, with
+    ``experiment``, ``config`` (the profile's, ``seeds`` those kept), ``profile`` (the profile's
+    name when every run is there, else ``"<profile>, k of n runs"``), ``parts`` (the kept keys) and
+    ``left_out`` (parts stored but not kept: their seed is missing in some rank).
+
+    Parameters
+    ----------
+    folder : str or Path
+        The parts folder (``data/results/llm-training/parts`` for the stored full profile).
+    profile : str
+        The profile whose runs to read (its settings decide which parts are current).
+    d : int, optional
+        Hidden size of the model (the alignment's random-subspace law depends on it); None reads
+        ``hidden_size`` from the config.json of the profile's ``model_path`` (the bundled SmolLM2).
+    cfg : TrainingConfig, optional
+        The config whose runs to read instead of the profile's (its ranks, seeds and settings).
+
+    Returns
+    -------
+    dict or None
+        As :func:`llm_training`'s result; None when no seed is stored for every rank.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from companion.llm import training
+    >>> cfg = dataclasses.replace(PROFILES_TRAINING["fast"], baseline_samples=8)
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> def part(r, s):  # two checkpoints, three layers
+    ...     return {"step": np.array([0, 12]), "ppl_base": np.array([10.0, 11.0]), "ppl_new": np.array([50.0, 40.0 - s]),
+    ...             "b_tau": np.array([4, 2]), **{k: np.ones((2, 3)) for k in ("norm_layers", "align", "drift")}}
+    >>> _ = training.run_parts([(4, 0), (16, 0), (4, 1)], part, folder, settings=_part_settings(cfg))
+    >>> res = training_from_parts(folder, "fast", d=64, cfg=dataclasses.replace(cfg, seeds=(0, 1)))
+    >>> res["profile"], res["seeds"].tolist(), res["left_out"], res["runs"][16]["ppl_new"].tolist()
+    ('fast, 2 of 4 runs', [0], [(4, 1)], [[50.0, 40.0]])
+    >>> training_from_parts(Path(tempfile.mkdtemp()), "fast") is None   # nothing stored
+    True
+    """
+    from pathlib import Path
+
+    from ..llm import training
+
+    if profile not in PROFILES_TRAINING:
+        raise ValueError(f"profile must be one of {tuple(PROFILES_TRAINING)}, got {profile!r}")
+    cfg = PROFILES_TRAINING[profile] if cfg is None else cfg
+    settings = _part_settings(cfg)
+    parts = {}
+    for r in cfg.ranks:
+        for s in cfg.seeds:
+            arrays = training.load_part(training.part_path(Path(folder), r, s), settings)
+            if arrays is not None:
+                parts[(int(r), int(s))] = arrays
+    seeds = [int(s) for s in cfg.seeds if all((int(r), int(s)) in parts for r in cfg.ranks)]
+    if not seeds:
+        return None
+    if d is None:
+        d = _hidden_size(cfg.model_path)
+    res = _training_result(cfg, parts, seeds, d=d, model=str(cfg.model_path or "SmolLM2-135M-Instruct (bundled)"),
+                           generator=torch.Generator().manual_seed(cfg.seed))
+    kept = [(int(r), s) for s in seeds for r in cfg.ranks]
+    total = len(cfg.ranks) * len(cfg.seeds)
+    res.update(experiment="llm-training", config=dataclasses.asdict(dataclasses.replace(cfg, seeds=tuple(seeds))),
+               profile=profile if len(kept) == total else f"{profile}, {len(kept)} of {total} runs",
+               parts=kept, left_out=sorted(k for k in parts if k not in set(kept)))
+    return res
+
+
+def _hidden_size(model_path: str | None) -> int:
+    """``hidden_size`` from the config.json of a local model folder (None: the bundled SmolLM2), no weights loaded."""
+    import json
+    from pathlib import Path
+
+    from ..llm import assets
+
+    path = Path(assets.smollm2_path(prepare=False) if model_path is None else model_path) / "config.json"
+    try:
+        return int(json.loads(path.read_text())["hidden_size"])
+    except (OSError, KeyError, ValueError) as e:
+        raise ValueError(f"model_path: cannot read hidden_size from {path} ({e}); pass d") from e
 
 
 def _spearman(x: Any, y: Any) -> float:
@@ -570,15 +677,18 @@ def training_summary(result: dict[str, Any]) -> dict[str, Any]:
     Per rank ``r`` (each a mean over seeds with its 95 % t half-width ``*_err``; the half-width is 0
     with one seed, where no spread is measured):
 
-    * ``fall``: held-out new-domain perplexity, 1 - final / initial (learning); ``fall_min``: the
-      smallest over all runs;
+    * ``fall``: held-out new-domain perplexity, 1 - final / initial (learning); ``fall_min``,
+      ``fall_max``: the smallest and largest over all runs; ``target_met``: ``fall_min`` >=
+      :data:`TARGET_FALL`;
     * ``forgot``: final / initial base-domain perplexity; ``rho``: Spearman correlation of update
       norm and base perplexity over the checkpoints of each run; ``norm_end``: the total update
       norm ``(sum_l ||Delta V_l||_F^2)^{1/2}`` at the end (seed mean);
     * ``common_norm``: the largest total update norm every run reaches (inside every run's range,
       nan when the ranges do not overlap); ``at_norm``: forgetting ``ln(ppl / ppl_0)`` there,
-      interpolated in log norm; ``rank_ratio``: max / min over ranks of ``at_norm`` (nan unless all
-      are positive) and ``rank_ratio_err`` from the two ranks' errors;
+      interpolated in log norm; ``common_step``: the step at which the rank's seed-mean norm reaches
+      it (interpolated in log norm; the ranks are compared at one norm, not at one step);
+      ``rank_ratio``: max / min over ranks of ``at_norm`` (nan unless all are positive) and
+      ``rank_ratio_err`` from the two ranks' errors;
     * ``align_start``: layer-mean Align at step 0 (peft's random A) and ``align_start_se`` its
       standard error under the random-subspace law; ``align_first``, ``align_end``: at the first
       checkpoint after step 0 and at the last; ``align_rise`` their difference; ``align_z``:
@@ -606,7 +716,7 @@ def training_summary(result: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {k: {} for k in (
         "fall", "fall_err", "forgot", "forgot_err", "rho", "rho_err", "at_norm", "at_norm_err", "align_start",
         "align_start_se", "align_first", "align_end", "align_end_err", "align_rise", "align_rise_err", "align_z",
-        "b_first", "b_first_err", "b_end", "b_end_err", "b_drop", "b_drop_err", "norm_end")}
+        "b_first", "b_first_err", "b_end", "b_end_err", "b_drop", "b_drop_err", "norm_end", "common_step")}
     norms = {r: _total_norm(runs[r]) for r in ranks}
     forget = {r: _forgetting(runs[r]) for r in ranks}
     for r in ranks:
@@ -632,8 +742,10 @@ def training_summary(result: dict[str, Any]) -> dict[str, Any]:
         out["b_first"][r], out["b_first_err"][r] = _interval(b[:, 1])
         out["b_end"][r], out["b_end_err"][r] = _interval(b[:, -1])
         out["b_drop"][r], out["b_drop_err"][r] = _interval(b[:, 1] - b[:, -1])
-    out["fall_min"] = float(min(float((1 - np.asarray(runs[r]["ppl_new"])[:, -1] / np.asarray(runs[r]["ppl_new"])[:, 0]).min())
-                                for r in ranks))
+    falls = np.concatenate([1 - np.asarray(runs[r]["ppl_new"], float)[:, -1] / np.asarray(runs[r]["ppl_new"], float)[:, 0]
+                            for r in ranks])
+    out["fall_min"], out["fall_max"] = float(falls.min()), float(falls.max())
+    out["target_met"] = bool(out["fall_min"] >= TARGET_FALL)
     # Forgetting at one norm that every run reaches: the largest final norm all share, inside each run's range.
     lo = max(float(n[:, 1:][n[:, 1:] > 0].min()) for n in norms.values())
     hi = min(float(n[:, -1].min()) for n in norms.values())
@@ -642,6 +754,9 @@ def training_summary(result: dict[str, Any]) -> dict[str, Any]:
     for r in ranks:
         vals = [_at_norm(n, f, common) for n, f in zip(norms[r], forget[r])] if np.isfinite(common) else [math.nan]
         out["at_norm"][r], out["at_norm_err"][r] = _interval(vals)
+        mean_norm = norms[r].mean(0)
+        out["common_step"][r] = (_at_norm(mean_norm, np.asarray(runs[r]["step"], float), common)
+                                 if np.isfinite(common) else math.nan)
     m = np.array([out["at_norm"][r] for r in ranks])
     if np.all(m > 0):
         i, j = int(m.argmax()), int(m.argmin())
@@ -691,7 +806,8 @@ def training_claims(result: dict[str, Any], cfg: TrainingConfig) -> list[ledger.
     """Figs. 3, 4, 6, App. E.3 and the premise of Sec. 4.1.2, each judged with its uncertainty over seeds.
 
     Judged only on runs that learned (held-out new-domain perplexity down by :data:`LEARNED_FALL` in
-    every run), otherwise every row is not-checkable with the measured perplexities. Then (see
+    every run), otherwise every row is not-checkable with the measured perplexities. A judged row's
+    statement says how far the perplexity fell and whether that met :data:`TARGET_FALL`. Then (see
     :func:`training_summary` for the numbers; ``x +- e`` is a seed mean with its 95 % half-width;
     a verdict the half-width could flip is partly):
 
@@ -742,6 +858,10 @@ def training_claims(result: dict[str, Any], cfg: TrainingConfig) -> list[ledger.
                              tolerance=LEARNED_FALL)
                 for i, (w, st) in _TRAINING_ROWS.items()]
     rows = []
+    # Said in every judged row: how much the runs learned, and whether that reached the target the profile aimed at.
+    lo, hi = f"{s['fall_min']:.0%}", f"{s['fall_max']:.0%}"
+    seeds_note += (f"; held-out new-domain ppl fell {lo if lo == hi else lo + ' to ' + hi} over the runs "
+                   f"(target {TARGET_FALL:.0%}: {'met' if s['target_met'] else 'not met'})")
 
     def row(key, verdict, measured, expected, tolerance, uncertainty):
         w, st = _TRAINING_ROWS[key]
@@ -1130,6 +1250,18 @@ def plot_llm_training(result: dict, ax=None):
     -------
     ax : matplotlib.axes.Axes
         The axes drawn on.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> run = {"step": np.array([0, 5, 10]), "ppl_base": np.array([[10.0, 10.5, 12.0], [10.0, 10.4, 11.0]]),
+    ...        "norm_layers": np.array([[[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]] * 2), "align": np.ones((2, 3, 2)),
+    ...        "drift": np.full((2, 3, 2), 0.3), "b_tau": np.array([[3, 2, 1], [3, 3, 1]])}
+    >>> res = {"runs": {4: run}, "d": 64, "layers": 2, "tau": 0.2}
+    >>> ax = plot_llm_training(res)
+    >>> [round(float(y), 3) for y in ax.get_lines()[1].get_ydata()]   # seed means at steps 5 and 10
+    [1.045, 1.15]
     """
     ax = _ax(ax)
     for i, (r, run) in enumerate(result["runs"].items()):
@@ -1165,6 +1297,19 @@ def plot_llm_alignment(result: dict, ax=None):
     -------
     ax : matplotlib.axes.Axes
         The axes drawn on.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> run = {"step": np.array([0, 5, 10]), "ppl_base": np.array([[10.0, 10.5, 12.0], [10.0, 10.4, 11.0]]),
+    ...        "norm_layers": np.array([[[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]] * 2), "align": np.ones((2, 3, 2)),
+    ...        "drift": np.full((2, 3, 2), 0.3), "b_tau": np.array([[3, 2, 1], [3, 3, 1]])}
+    >>> res = {"runs": {4: run}, "d": 64, "layers": 2, "tau": 0.2}
+    >>> ax = plot_llm_alignment(res)
+    >>> # dashed: 1 + 2 se, se^2 = 2 (d - r) / (r (d + 2)) / (layers x seeds) = 2 * 60 / (4 * 66) / 4
+    >>> ax.get_lines()[0].get_ydata().tolist(), round(float(ax.get_lines()[1].get_ydata()[0]), 3)
+    ([1.0, 1.0, 1.0], 1.674)
     """
     ax = _ax(ax)
     d, L = int(result["d"]), int(result["layers"])
@@ -1199,6 +1344,18 @@ def plot_llm_drift(result: dict, axes=None):
     -------
     axes : sequence of matplotlib.axes.Axes
         The panels drawn on: ``axes`` as given, or the new figure's.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> run = {"step": np.array([0, 5, 10]), "ppl_base": np.array([[10.0, 10.5, 12.0], [10.0, 10.4, 11.0]]),
+    ...        "norm_layers": np.array([[[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]] * 2), "align": np.ones((2, 3, 2)),
+    ...        "drift": np.full((2, 3, 2), 0.3), "b_tau": np.array([[3, 2, 1], [3, 3, 1]])}
+    >>> res = {"runs": {4: run}, "d": 64, "layers": 2, "tau": 0.2}
+    >>> axes = plot_llm_drift(res)
+    >>> axes[1].get_lines()[0].get_ydata().tolist()   # b_tau, seed mean by step
+    [3.0, 2.5, 1.0]
     """
     if axes is None:
         import matplotlib.pyplot as plt
@@ -1250,7 +1407,8 @@ def plot_llm_bridge(result: dict, axes=None):
         seen = np.isfinite(bound).sum(0)
         mean = np.where(seen > 0, np.nansum(bound, 0) / np.maximum(seen, 1), np.nan)
         axes[0].plot(layers, mean, color=f"C{i}", label=f"r = {r}: bound (16)")
-        axes[0].plot(layers, np.asarray(run["u1_shift"], float)[:, -1].mean(0), "--", color=f"C{i}", label=r"$|u_1 - \tilde u_1|$")
+        axes[0].plot(layers, np.asarray(run["u1_shift"], float)[:, -1].mean(0), "--", color=f"C{i}",
+                     label=r"$|u_1 - \tilde u_1|$ (dashed)" if i == 0 else None)
         axes[1].plot(np.asarray(run["drift"], float)[:, -1, -1], np.exp(_forgetting(run)[:, -1]), "o", color=f"C{i}", label=f"r = {r}")
     axes[0].axhline(1.0, color="k", ls=":", lw=0.8)
     axes[0].set(yscale="log", xlabel="layer", ylabel="at the last step", title=r"Prop. 3.3 on $V^\top V$ (llm-training)")
