@@ -18,6 +18,8 @@ model                           paper and equation
                                 with A = V; D's SA (softmax) and USA (1/n) models with A = V = I
 :class:`ZeroTemperature`        B eq. (3): the beta -> infinity limit, x' = P_x M x / |B^T x|
 :class:`MultiHead`              several heads on the same tokens, fields summed or averaged
+:class:`TimeVarying`            A eqs. (6) / (8) with V(t), A(t) varying along depth (piecewise
+                                linear between knots; one knot: the frozen model)
 :class:`LayerMap`               A eq. (18): x <- N(x + (1/L) B_l[mu](x)), one step per layer
                                 (a map, run by :func:`iterate_layers`, not by ``simulate``)
 ==============================  =================================================================
@@ -29,6 +31,7 @@ chapter "Your own dynamics" writes one).
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
 from typing import ClassVar, Protocol, runtime_checkable
@@ -49,6 +52,7 @@ __all__ = [
     "ZeroTemperature",
     "LayerMap",
     "MultiHead",
+    "TimeVarying",
     "tangent_project",
     "tangent_basis",
     "tangent_jacobian",
@@ -477,6 +481,150 @@ class MultiHead:
         for h in self.heads[1:]:
             F = F + h.vector_field(t, X)
         return F / len(self.heads) if self.combine == "mean" else F
+
+
+GEOMETRIES = ("sphere", "euclidean")
+
+
+@dataclasses.dataclass(frozen=True)
+class TimeVarying:
+    r"""Attention whose weights vary with depth t: ``V(t)`` (and ``A(t)``) piecewise linear between knots.
+
+    .. math::
+
+        \dot x_i = \mathbf P_{x_i} \sum_{j=1}^n w_{ij}(t)\, V(t) x_j \ \ (\text{sphere}), \qquad
+        \dot x_i = \sum_{j=1}^n w_{ij}(t)\, V(t) x_j \ \ (\text{euclidean}),
+
+        w_{ij}(t) = \frac{e^{\beta\langle A(t) x_i, x_j\rangle}}{\sum_k e^{\beta\langle A(t) x_i, x_k\rangle}}, \qquad
+        V(t) = V_k + \frac{t - t_k}{t_{k+1} - t_k}\,(V_{k+1} - V_k) \quad (t_k \le t \le t_{k+1}),
+
+    held at ``V_0`` before the first knot and at ``V_{K-1}`` after the last; ``A(t)`` likewise when A
+    is a path. Paper A eq. (8) (sphere) and eq. (6) (euclidean) with Q, K, V no longer frozen
+    across depth. With a single knot, or equal knots, it is :class:`Sphere` or :class:`Euclidean`
+    exactly (a constant segment is evaluated as ``V_k + s * 0``).
+
+    Parameters
+    ----------
+    times : (K,) strictly increasing knot times (depths), K >= 1.
+    V : (K, d, d) or (trials, K, d, d), the value matrices at the knots.
+    A : None (identity), a fixed (d, d) or (trials, d, d), or a path of V's number of dimensions on
+        the same knots; pass V itself for ``A(t) = V(t)`` (paper A's Sec. 3.2 setting A = V).
+    beta : inverse temperature, > 0; normalization, backend : as for :class:`Sphere`.
+    geometry : ``"sphere"`` (tokens on the unit sphere, retracted after each step) or ``"euclidean"``.
+
+    Examples
+    --------
+    A value matrix turning from diag(1, 0) to diag(0, 1) between t = 0 and t = 1; at t = 0.5 it is I/2:
+
+    >>> V = torch.stack([torch.diag(torch.tensor([1.0, 0.0])), torch.diag(torch.tensor([0.0, 1.0]))])
+    >>> m = TimeVarying(times=(0.0, 1.0), V=V, geometry="euclidean")
+    >>> m.vector_field(0.5, torch.tensor([[[1.0, 1.0]]]))
+    tensor([[[0.5000, 0.5000]]])
+    >>> m.value_at(2.0)  # held after the last knot
+    tensor([[0., 0.],
+            [0., 1.]])
+    """
+
+    times: tuple
+    V: torch.Tensor
+    A: torch.Tensor | None = None
+    beta: float = 1.0
+    geometry: str = "sphere"
+    normalization: str = "softmax"
+    backend: str = "auto"
+    on_sphere: bool = dataclasses.field(default=True, init=False)
+
+    def __post_init__(self) -> None:
+        try:
+            times = tuple(float(s) for s in torch.as_tensor(self.times, dtype=torch.float64).reshape(-1))
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"times must be a sequence of numbers, got {self.times!r}") from None
+        if not times or not all(math.isfinite(s) for s in times) or any(b <= a for a, b in zip(times, times[1:])):
+            raise ValueError(f"times must be finite and strictly increasing (at least one knot), got {list(times)}")
+        object.__setattr__(self, "times", times)
+        if not isinstance(self.V, torch.Tensor):
+            raise TypeError(f"V must be a (K, d, d) or (trials, K, d, d) tensor, got {type(self.V).__name__}")
+        _check_real_params(self, ("V", "A"))
+        V = self.V
+        if V.ndim not in (3, 4) or V.shape[-3] != len(times) or V.shape[-1] != V.shape[-2]:
+            raise ValueError(f"V must have shape ({len(times)}, d, d) or (trials, {len(times)}, d, d) for "
+                             f"{len(times)} knots, got {tuple(V.shape)}")
+        if not torch.isfinite(V).all():
+            raise ValueError("V has non-finite entries (NaN or inf)")
+        if self.A is not None and self.A is not self.V:
+            if not isinstance(self.A, torch.Tensor):
+                raise TypeError(f"A must be None or a tensor, got {type(self.A).__name__}")
+            A, d = self.A, V.shape[-1]
+            path = A.ndim == V.ndim and A.shape[-3] == len(times)
+            fixed = A.ndim in (2, 3) and A.ndim == V.ndim - 1
+            if A.shape[-2:] != (d, d) or not (path or fixed):
+                raise ValueError(f"A must be fixed, ({d}, {d}) or (trials, {d}, {d}), or a path like V "
+                                 f"{tuple(V.shape)}, got {tuple(A.shape)}")
+            if not torch.isfinite(A).all():
+                raise ValueError("A has non-finite entries (NaN or inf)")
+        object.__setattr__(self, "beta", check_beta(check_real(self.beta, "beta")))
+        if self.geometry not in GEOMETRIES:
+            raise ValueError(f"geometry must be one of {GEOMETRIES}, got {self.geometry!r}")
+        if self.normalization not in NORMALIZATIONS:
+            raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {self.normalization!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        object.__setattr__(self, "on_sphere", self.geometry == "sphere")
+
+    def _a_is_path(self) -> bool:
+        return self.A is not None and (self.A is self.V or self.A.ndim == self.V.ndim)
+
+    def validate(self, X: torch.Tensor) -> torch.Tensor:
+        X = as_state(X, "x0")
+        d, T = X.shape[-1], X.shape[0]
+        for name in ("V", "A"):
+            M = getattr(self, name)
+            if M is None:
+                continue
+            if M.shape[-1] != d:
+                raise ValueError(f"{name} is {M.shape[-1]} x {M.shape[-1]} but the tokens have d = {d}")
+            lead = M.ndim - (3 if (name == "V" or self._a_is_path()) else 2)
+            if lead == 1 and M.shape[0] not in (1, T):
+                raise ValueError(f"{name} has {M.shape[0]} trials but x0 has {T}")
+        if self.on_sphere:
+            check_on_sphere(X, "x0")
+        return X
+
+    def cast(self, X: torch.Tensor) -> "TimeVarying":
+        V = self.V.to(device=X.device, dtype=X.dtype)
+        A = V if self.A is self.V else _cast(self.A, X)
+        return dataclasses.replace(self, V=V, A=A)
+
+    def _segment(self, t: float) -> tuple[int, float]:
+        """Knot index k and fraction s in [0, 1) with ``M(t) = M_k + s (M_{k+1} - M_k)``."""
+        ts = self.times
+        if t <= ts[0] or len(ts) == 1:
+            return 0, 0.0
+        if t >= ts[-1]:
+            return len(ts) - 1, 0.0
+        k = bisect.bisect_right(ts, t) - 1
+        return k, (t - ts[k]) / (ts[k + 1] - ts[k])
+
+    def _at(self, M: torch.Tensor, t: float) -> torch.Tensor:
+        k, s = self._segment(float(t))
+        Mk = M[..., k, :, :]
+        return Mk if s == 0.0 else Mk + s * (M[..., k + 1, :, :] - Mk)
+
+    def value_at(self, t: float) -> torch.Tensor:
+        """``V(t)``: (d, d) or (trials, d, d), on V's device and dtype."""
+        return self._at(self.V, t)
+
+    def score_at(self, t: float) -> torch.Tensor | None:
+        """``A(t)``: (d, d) or (trials, d, d), or None for the identity."""
+        if self.A is None:
+            return None
+        return self._at(self.A, t) if self._a_is_path() else self.A
+
+    def vector_field(self, t: float, X: torch.Tensor) -> torch.Tensor:
+        V = self.value_at(t)
+        A = V if self.A is self.V else self.score_at(t)
+        return field_unchecked(X, A, V, self.beta, normalization=self.normalization, backend=self.backend,
+                               project=self.on_sphere)
 
 
 def tangent_basis(X: torch.Tensor) -> torch.Tensor:
