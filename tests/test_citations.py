@@ -29,7 +29,6 @@ NAMES = re.compile(r"\b[Pp]apers?\s+((?:[ABCD](?:,\s*|\s+and\s+|\s*&\s*)?)+)\b")
 
 # page stem -> papers it names without citing them (to be emptied, not extended)
 BACKLOG: dict[str, set[str]] = {
-    "beyond": {"A", "B", "C", "D"},
     "llm_probes": {"A"},
 }
 
