@@ -28,9 +28,7 @@ CITE = re.compile(r"\{cite(?::[a-z]+)?\}`([^`]+)`")
 NAMES = re.compile(r"\b[Pp]apers?\s+((?:[ABCD](?:,\s*|\s+and\s+|\s*&\s*)?)+)\b")
 
 # page stem -> papers it names without citing them (to be emptied, not extended)
-BACKLOG: dict[str, set[str]] = {
-    "llm_probes": {"A"},
-}
+BACKLOG: dict[str, set[str]] = {}
 
 
 def prose(page: Path) -> str:
