@@ -97,6 +97,16 @@ def test_load_run_and_figure_sources(registered, tmp_path, monkeypatch):
     assert result["final"] == pytest.approx((1 - 0.5 / 40) ** 40, rel=1e-12)
     row = next(r for r in figure_sources("fast") if r["experiment"] == NAME)
     assert (row["profile"], row["device"], row["source"]) == ("full", "cpu", f"data/results/{NAME}/full.npz")
+    assert row["parts"] == 0
+    # A result assembled from parts (one LoRA run each) costs its parts' time, not the assembly's.
+    parts = tmp_path / "data" / "results" / NAME / "parts"
+    parts.mkdir()
+    for k, (wall, cpu) in enumerate([(100.0, 90.0), (200.0, 150.0)]):
+        (parts / f"p{k}.json").write_text(json.dumps({"wall_time_s": wall, "cpu_time_s": cpu}))
+    with_parts = next(r for r in figure_sources("fast") if r["experiment"] == NAME)
+    assert with_parts["parts"] == 2
+    assert with_parts["full_s"] == pytest.approx(row["full_s"] + 300.0)
+    assert with_parts["full_cpu_s"] == pytest.approx(row["full_cpu_s"] + 240.0)
 
 
 def test_sweep_command(registered, tmp_path, capsys):

@@ -434,7 +434,9 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
     computes the experiment while it executes, in the book's ``profile``, on the CPU. Each row also
     has the stored wall times (``fast_s``, ``full_s``), the full run's CPU time and load average
     (``full_cpu_s``, ``load``: None for runs stored before they were recorded) and the paper-scale
-    note of the experiment's :class:`~companion.experiments.PaperScale` (``paper``).
+    note of the experiment's :class:`~companion.experiments.PaperScale` (``paper``). An experiment
+    computed in parts (``<name>/parts/*.json``, e.g. one LoRA run each) adds its parts' wall and CPU
+    times to the full run's, which then only assembled them; ``parts`` counts them (0 otherwise).
 
     Examples
     --------
@@ -460,18 +462,32 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
             if dev.startswith("cuda"):  # the provenance names the GPU model
                 dev = str(meta.get("cuda_device") or meta.get("device") or dev)
             verdicts = [c.get("status") for c in meta.get("claims") or []]
+            parts_wall, parts_cpu, parts = _parts_times(results_dir(root) / name / "parts")
+            full_s, full_cpu_s = meta.get("wall_time_s"), meta.get("cpu_time_s")
             rows.append({"experiment": name, "chapter": exp.chapter, "profile": "full",
                          "device": dev, "source": f"data/results/{name}/full.npz",
                          "commit": (meta.get("commit") or "?")[:10], "created": meta.get("created", "?"),
-                         "fast_s": fast_s, "full_s": meta.get("wall_time_s"), "full_cpu_s": meta.get("cpu_time_s"),
+                         "fast_s": fast_s, "full_s": None if full_s is None else full_s + parts_wall,
+                         "full_cpu_s": None if full_cpu_s is None else full_cpu_s + parts_cpu, "parts": parts,
                          "load": meta.get("load_average"), "paper": paper,
                          "verdicts": {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}})
         else:
             rows.append({"experiment": name, "chapter": exp.chapter, "profile": profile, "device": "cpu",
                          "source": "computed while the chapter executes", "commit": "", "created": "",
-                         "fast_s": fast_s, "full_s": None, "full_cpu_s": None, "load": None, "paper": paper,
-                         "verdicts": {}})
+                         "fast_s": fast_s, "full_s": None, "full_cpu_s": None, "parts": 0, "load": None,
+                         "paper": paper, "verdicts": {}})
     return rows
+
+
+def _parts_times(folder: Path) -> tuple[float, float, int]:
+    """Summed wall and CPU times (s) of the parts stored in ``folder`` and their number (0, 0, 0 if none)."""
+    wall = cpu = 0.0
+    paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    for path in paths:
+        meta = json.loads(path.read_text())
+        wall += float(meta.get("wall_time_s") or 0.0)
+        cpu += float(meta.get("cpu_time_s") or 0.0)
+    return wall, cpu, len(paths)
 
 
 def _wall_time(meta_path: Path) -> float | None:
