@@ -378,3 +378,143 @@ def test_random_adapter_rows_can_fail_on_the_profile_grid(profile):
     c["ppl_draws"][2] = 20.0 * np.exp(np.minimum(math.log(2) * (1.5 * norms / mid) ** 6, 10.0))
     c["ppl"] = np.exp(np.log(c["ppl_draws"]).mean(1))
     assert [x.status for x in lp.random_adapters_claims(res, cfg)][1] == "not-reproduced"
+
+
+# ---------------------------------------------------------------- llm-training-indomain: the split, the parts, the rows
+
+
+def test_split_heldout_boundaries_sizes_and_no_overlap():
+    n = 1003
+    ids = torch.arange(n) + 7  # token id = position + 7: every position is recognisable
+    train, score, b = T.split_heldout(ids, head=20, fraction=0.8, train_len=16, eval_len=10, eval_blocks=3)
+    cut = 802  # floor(0.8 * 1003)
+    assert b == {"tokens": n, "train_start": 20, "train_end": 20 + 48 * 16, "score_start": cut, "score_end": cut + 30}
+    assert train.shape == (48, 16) and score.shape == (3, 10)  # (802 - 20) // 16 = 48 whole blocks
+    assert train.flatten().tolist() == list(range(20 + 7, 20 + 48 * 16 + 7))  # consecutive, in order, from the head
+    assert score.flatten().tolist() == list(range(cut + 7, cut + 30 + 7))
+    assert b["train_end"] <= b["score_start"] and not set(train.flatten().tolist()) & set(score.flatten().tolist())
+    again = T.split_heldout(ids.tolist(), head=20, fraction=0.8, train_len=16, eval_len=10, eval_blocks=3)
+    assert torch.equal(again[0], train) and torch.equal(again[1], score) and again[2] == b  # deterministic, list or tensor
+    with pytest.raises(ValueError, match="eval_blocks"):  # the scoring blocks must fit after the cut
+        T.split_heldout(ids, head=20, fraction=0.8, train_len=16, eval_len=10, eval_blocks=21)
+    with pytest.raises(ValueError, match="head"):
+        T.split_heldout(ids, head=800, fraction=0.8, train_len=16, eval_len=10, eval_blocks=1)
+    with pytest.raises(ValueError, match="fraction"):
+        T.split_heldout(ids, head=0, fraction=1.0, train_len=16, eval_len=10, eval_blocks=1)
+    with pytest.raises(ValueError, match="ids"):
+        T.split_heldout(ids.reshape(17, 59), head=0, fraction=0.5, train_len=16, eval_len=10, eval_blocks=1)
+
+
+def test_stored_llm_training_parts_are_still_current():
+    # The stored full runs of llm-training (hours of CPU) must not turn stale when the code around them changes:
+    # each part verifies and was computed with the settings the full profile has now.
+    from pathlib import Path
+
+    from companion.experiments import llm_probes as lp
+
+    folder = Path(__file__).resolve().parents[1] / "data" / "results" / "llm-training" / "parts"
+    stored = sorted(folder.glob("r*-s*.npz"))
+    assert stored, f"no stored parts under {folder}"
+    settings = lp._part_settings(lp.PROFILES_TRAINING["full"])
+    assert "new_fraction" not in settings
+    stale = [p.name for p in stored if T.load_part(p, settings) is None]
+    assert not stale, f"stored llm-training parts no longer current: {stale}"
+
+
+def test_indomain_profiles_are_llm_trainings_with_other_data():
+    import dataclasses
+
+    from companion.experiments import get
+    from companion.experiments import llm_probes as lp
+
+    exp = get("llm-training-indomain")
+    assert exp.chapter == "llm_probes" and exp.claims is lp.indomain_claims and exp.plot is not None
+    for p in ("fast", "full"):
+        mine, theirs = dataclasses.asdict(exp.profiles[p]), dataclasses.asdict(lp.PROFILES_TRAINING[p])
+        assert mine.pop("new_fraction") == 0.8 and mine == theirs, p
+        # Parts of the two experiments never pass for each other: the settings differ by the data.
+        a, b = lp._part_settings(exp.profiles[p]), lp._part_settings(lp.PROFILES_TRAINING[p])
+        assert a != b and {k: v for k, v in a.items() if k != "new_fraction"} == b
+
+
+def test_indomain_rows_are_the_training_rows_under_their_own_ids(synthetic):
+    from companion.experiments import llm_probes as lp
+
+    def both(res):
+        plain = {c.id: c.status for c in lp.training_claims(res, lp.TrainingConfig())}
+        ind = {c.id: c.status for c in lp.indomain_claims(res, lp.IndomainConfig())}
+        assert list(ind) == [k + "-indomain" for k in plain]
+        return plain, ind
+
+    plain, ind = both(synthetic)
+    assert set(ind.values()) == {"reproduced"} and list(ind.values()) == list(plain.values())
+    rows = lp.indomain_claims(synthetic, lp.IndomainConfig())
+    assert all("first 80 % of Hamlet" in c.statement for c in rows)
+    rng = np.random.default_rng(1)
+    same = dict(synthetic, runs={1: synthetic["runs"][1], 4: _run(rng, forget=0.2, b_end=20)})  # the rank does not matter
+    assert both(same)[1]["A-fig3-rank-matters-smollm2-indomain"] == "not-reproduced"
+    lazy = dict(synthetic, runs={**synthetic["runs"], 4: dict(synthetic["runs"][4], ppl_new=np.full((3, 5), 50.0))})
+    assert set(both(lazy)[1].values()) == {"not-checkable"}  # a run that did not learn: no verdict
+
+
+def test_indomain_from_parts_carries_the_split_and_its_rows(tmp_path):
+    import dataclasses
+
+    from companion import experiments
+    from companion.experiments import llm_probes as lp
+
+    cfg = dataclasses.replace(lp.PROFILES_INDOMAIN["fast"], seeds=(0, 1), baseline_samples=16)
+    split = np.array([5000, 1000, 3000, 4000, 4256])
+    rng = np.random.default_rng(0)
+
+    def part(r, s, where=split):
+        one = _run(rng, seeds=1, C=len(cfg.checkpoints), L=4, scale=1 + 0.1 * r, forget=0.3)
+        one = {k: (np.asarray(cfg.checkpoints) if k == "step" else v[0]) for k, v in one.items()}
+        return {**one, "ppl_new": np.linspace(50.0, 35.0 - s, len(cfg.checkpoints)), "new_split": where}
+
+    T.run_parts([(4, 0), (16, 0), (4, 1), (16, 1)], part, tmp_path, settings=lp._part_settings(cfg))
+    assert lp.training_from_parts(tmp_path, "fast", d=32, cfg=dataclasses.replace(lp.PROFILES_TRAINING["fast"], seeds=(0, 1))) is None
+    res = lp.training_from_parts(tmp_path, "fast", d=32, cfg=cfg, experiment="llm-training-indomain")
+    assert res["experiment"] == "llm-training-indomain" and res["seeds"].tolist() == [0, 1]
+    assert res["new_split"] == dict(zip(lp.SPLIT_FIELDS, split.tolist()))
+    rows = experiments.judge(res)
+    assert len(rows) == 6 and all(c.id.endswith("-indomain") for c in rows)
+    T.part_path(tmp_path, 16, 1).unlink()  # run (16, 1) again on other tokens: the runs no longer share their data
+    T.run_parts([(16, 1)], lambda r, s: part(r, s, split + 1), tmp_path, settings=lp._part_settings(cfg))
+    with pytest.raises(ValueError, match="different token ranges"):
+        lp.training_from_parts(tmp_path, "fast", d=32, cfg=cfg, experiment="llm-training-indomain")
+    with pytest.raises(ValueError, match="experiment must be one of"):
+        lp.training_from_parts(tmp_path, "fast", experiment="llm-spectra")
+
+
+def test_llm_training_indomain_scores_the_tail_it_did_not_train_on(bundled, tmp_path):
+    # A tiny run under `python -m companion run --out`: one part in DIR/llm-training-indomain/parts, the play's token
+    # ranges in it, and at step 0 the base model's perplexity on the tokens from floor(0.8 n) on (computed here apart).
+    from companion import runs
+    from companion.experiments import llm_probes as lp
+    from companion.llm import assets
+
+    tiny = dict(TINY, ranks=(1,))
+    runs.run_experiment("llm-training-indomain", "fast", out=runs.results_dir(tmp_path), params=tiny, figure=False)
+    parts = runs.results_dir(tmp_path) / "llm-training-indomain" / "parts"
+    assert sorted(p.name for p in parts.iterdir()) == ["r1-s0.json", "r1-s0.npz"]
+    result, _ = runs.load_run("llm-training-indomain", "fast", root=tmp_path)
+    model, tok = P.load_causal_lm(assets.smollm2_path(prepare=False))
+    play = tok(assets.corpus_text("shakespeare", "heldout"), add_special_tokens=False)["input_ids"]
+    cut = int(0.8 * len(play))
+    split = result["new_split"]
+    assert (split["tokens"], split["score_start"], split["score_end"]) == (len(play), cut, cut + 16)
+    assert split["train_start"] == lp.NEW_HEAD and split["train_end"] == lp.NEW_HEAD + 4 * 16 <= cut
+    tail = torch.tensor(play[cut: cut + 16]).reshape(1, 16)
+    assert float(result["runs"][1]["ppl_new"][0, 0]) == pytest.approx(P.perplexity(model, tail), rel=1e-5)
+
+
+def test_one_rank_cannot_say_whether_the_rank_matters(synthetic):
+    # A profile still being computed may hold one rank: the rank row is not-checkable, the others are judged.
+    from companion.experiments import llm_probes as lp
+
+    one = dict(synthetic, runs={4: synthetic["runs"][4]})
+    rows = {c.id: c for c in lp.indomain_claims(one, lp.IndomainConfig())}
+    assert rows["A-fig3-rank-matters-smollm2-indomain"].status == "not-checkable"
+    assert "one rank (r = 4)" in rows["A-fig3-rank-matters-smollm2-indomain"].measured
+    assert rows["A-fig3-forgetting-vs-norm-smollm2-indomain"].status == "reproduced"

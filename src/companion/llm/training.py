@@ -16,6 +16,9 @@ and ``.json``; a part is either complete (it verifies and was computed with the 
 recomputed, so a killed run continues from the last finished part. :func:`stack_seeds` joins the
 parts of one rank over seeds.
 
+:func:`split_heldout` cuts one held-out text into training blocks before a cut and scoring blocks after it
+(``llm-training-indomain`` trains on the first 80 % of *Hamlet* and scores on the rest).
+
 Statistics across runs: :func:`pearson_interval` (Fisher z interval of a correlation) and
 :func:`mean_interval` (Student t interval of a mean over seeds).
 """
@@ -38,6 +41,7 @@ __all__ = [
     "checkpoint_summary",
     "stack_history",
     "train_run",
+    "split_heldout",
     "part_path",
     "load_part",
     "run_parts",
@@ -242,6 +246,67 @@ def train_run(model, rank: int, seed: int, *, train_ids: torch.Tensor, targets: 
     finally:
         model = pm.unload()  # the base model back, whatever happened
     return model, stack_history(hist)
+
+
+def split_heldout(ids: Any, *, head: int, fraction: float, train_len: int, eval_len: int,
+                  eval_blocks: int) -> tuple[torch.Tensor, torch.Tensor, dict[str, int]]:
+    """Cut one held-out text in two: training blocks from its first part, scoring blocks from the rest.
+
+    With ``n`` tokens, the cut is ``c = floor(fraction * n)``; the training part is every whole block
+    of ``train_len`` tokens from ``head`` (leading tokens left out, e.g. a title and cast list) up to
+    the cut, the scoring part the first ``eval_blocks`` blocks of ``eval_len`` tokens from the cut:
+
+    .. math::
+
+        \\mathrm{train} = \\mathrm{ids}[h,\\ h + m\\,\\ell), \\quad m = \\lfloor (c - h)/\\ell \\rfloor, \\qquad
+        \\mathrm{score} = \\mathrm{ids}[c,\\ c + k\\,\\ell'), \\qquad h + m\\,\\ell \\le c,
+
+    with ``h = head``, ``l = train_len``, ``l' = eval_len``, ``k = eval_blocks``: no token is in both.
+    Deterministic: no draw.
+
+    Parameters
+    ----------
+    ids : (n,) token ids of the whole text (a sequence of ints or a 1-D long tensor).
+    head : leading tokens left out of the training part (>= 0).
+    fraction : where the cut lies, in (0, 1).
+    train_len, eval_len : block lengths of the two parts (>= 2).
+    eval_blocks : scoring blocks (>= 1); they must fit between the cut and the end.
+
+    Returns
+    -------
+    (train (m, train_len), score (eval_blocks, eval_len), bounds): long tensors and a dict of ints
+    ``tokens`` (n), ``train_start`` (h), ``train_end`` (h + m train_len), ``score_start`` (c) and
+    ``score_end`` (c + eval_blocks eval_len), as half-open token ranges.
+
+    Examples
+    --------
+    >>> train, score, b = split_heldout(list(range(100)), head=10, fraction=0.8, train_len=8, eval_len=5, eval_blocks=2)
+    >>> train.shape, score.shape, b
+    (torch.Size([8, 8]), torch.Size([2, 5]), {'tokens': 100, 'train_start': 10, 'train_end': 74, 'score_start': 80, 'score_end': 90})
+    >>> int(train[-1, -1]), score[0].tolist()   # the last training token lies before the cut
+    (73, [80, 81, 82, 83, 84])
+    """
+    ids = torch.as_tensor(ids, dtype=torch.long)
+    if ids.ndim != 1:
+        raise ValueError(f"ids must be (n,) token ids of one text, got shape {tuple(ids.shape)}")
+    if not 0 < float(fraction) < 1:
+        raise ValueError(f"fraction must be in (0, 1), got {fraction}")
+    head, train_len, eval_len, eval_blocks = int(head), int(train_len), int(eval_len), int(eval_blocks)
+    if head < 0 or train_len < 2 or eval_len < 2 or eval_blocks < 1:
+        raise ValueError(f"head must be >= 0, train_len and eval_len >= 2 and eval_blocks >= 1, got {head}, "
+                         f"{train_len}, {eval_len}, {eval_blocks}")
+    n = int(ids.numel())
+    cut = math.floor(float(fraction) * n)
+    m = (cut - head) // train_len
+    if m < 1:
+        raise ValueError(f"head: no whole block of {train_len} tokens between head = {head} and the cut at {cut} "
+                         f"(fraction {fraction} of {n} tokens)")
+    end = cut + eval_blocks * eval_len
+    if end > n:
+        raise ValueError(f"eval_blocks: {eval_blocks} blocks of {eval_len} tokens from the cut at {cut} need {end} "
+                         f"tokens, the text has {n}")
+    bounds = {"tokens": n, "train_start": head, "train_end": head + m * train_len, "score_start": cut, "score_end": end}
+    return (ids[head: head + m * train_len].reshape(m, train_len), ids[cut:end].reshape(eval_blocks, eval_len), bounds)
 
 
 def part_path(folder: Path | str, rank: int, seed: int) -> Path:
