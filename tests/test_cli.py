@@ -98,6 +98,8 @@ def test_load_run_and_figure_sources(registered, tmp_path, monkeypatch):
     row = next(r for r in figure_sources("fast") if r["experiment"] == NAME)
     assert (row["profile"], row["device"], row["source"]) == ("full", "cpu", f"data/results/{NAME}/full.npz")
     assert row["parts"] == 0
+    unassembled = next(r for r in figure_sources("fast") if r["experiment"] != NAME)
+    assert (unassembled["profile"], unassembled["parts"], unassembled["parts_s"]) == ("fast", 0, None)
     # A result assembled from parts (one LoRA run each) costs its parts' time, not the assembly's.
     parts = tmp_path / "data" / "results" / NAME / "parts"
     parts.mkdir()

@@ -436,7 +436,9 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
     (``full_cpu_s``, ``load``: None for runs stored before they were recorded) and the paper-scale
     note of the experiment's :class:`~companion.experiments.PaperScale` (``paper``). An experiment
     computed in parts (``<name>/parts/*.json``, e.g. one LoRA run each) adds its parts' wall and CPU
-    times to the full run's, which then only assembled them; ``parts`` counts them (0 otherwise).
+    times to the full run's, which then only assembled them; ``parts`` counts them (0 otherwise). Where
+    the full result is not assembled yet, ``parts`` counts the parts stored so far and ``parts_s`` sums
+    their wall times (None without parts).
 
     Examples
     --------
@@ -474,9 +476,15 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
         else:
             rows.append({"experiment": name, "chapter": exp.chapter, "profile": profile, "device": "cpu",
                          "source": "computed while the chapter executes", "commit": "", "created": "",
-                         "fast_s": fast_s, "full_s": None, "full_cpu_s": None, "parts": 0, "load": None,
-                         "paper": paper, "verdicts": {}})
+                         "fast_s": fast_s, "full_s": None, "full_cpu_s": None, "load": None, "paper": paper,
+                         "verdicts": {}, **_partial(results_dir(root) / name / "parts")})
     return rows
+
+
+def _partial(folder: Path) -> dict[str, Any]:
+    """``parts`` stored so far for a full profile not assembled yet, and their summed wall time ``parts_s``."""
+    wall, _, parts = _parts_times(folder)
+    return {"parts": parts, "parts_s": wall if parts else None}
 
 
 def _parts_times(folder: Path) -> tuple[float, float, int]:
