@@ -283,8 +283,11 @@ def test_training_claims_need_a_run_that_learned(bundled):
     run = res["runs"][8]
     assert run["b_tau"][0, 0] == res["layers"] + 1  # step 0: no drift, no layer above tau
     learned = dict(res, runs={8: dict(run, ppl_new=run["ppl_new"] * np.array([1.0, 0.8, 0.5]))})
-    s = statuses(learned)
-    assert s["A-drift-forgetting-correlation-smollm2"] == "not-checkable"  # one run: no correlation
+    assert set(statuses(learned).values()) == {"not-checkable"}  # one seed: no spread, no verdict
+    twice = {k: (np.concatenate([v, v]) if k != "step" and np.ndim(v) >= 2 and np.shape(v)[0] == 1 else v)
+             for k, v in learned["runs"][8].items()}  # the same run as two seeds
+    s = statuses(dict(learned, runs={8: twice}))
+    assert s["A-drift-forgetting-correlation-smollm2"] == "not-checkable"  # two runs: no correlation
     judged = ["A-fig3-forgetting-vs-norm-smollm2", "A-align-random-baseline", "A-fig4-alignment-above-one-smollm2",
               "A-fig6-bifurcation-depth-smollm2"]
     assert all(s[k] != "not-checkable" for k in judged)

@@ -375,8 +375,11 @@ def show_stored(name: str, profile: str = "full", root: Path | str | None = None
         print(f"no stored {profile}-profile result; run: python -m companion run {name} --profile {profile}")
         return None
     result, meta = stored
+    wall, _, parts = _parts_times(results_dir(root) / name / "parts")
+    took = (f"{meta['wall_time_s'] + wall:.0f} s ({parts} parts, {wall:.0f} s, then assembled)" if parts
+            else f"{meta['wall_time_s']:.0f} s")
     print(f"stored {profile} profile: commit {(meta.get('commit') or '?')[:10]}, {meta.get('created', '?')[:10]}, "
-          f"device {meta['config']['device']}, {meta['wall_time_s']:.0f} s")
+          f"device {meta['config']['device']}, {took}")
     return result
 
 

@@ -91,6 +91,8 @@ TARGET_FALL = 0.2
 # A run "learned" the new domain when its held-out perplexity fell by 10 %, beyond the 7 % checkpoint-to-checkpoint
 # wobble of the fast profile's held-out Hamlet perplexity; a probe that did not train gives no verdict.
 LEARNED_FALL = 0.1
+# A training row is a verdict only with a spread over seeds: one seed per rank gives the measurement without it.
+MIN_SEEDS = 2
 # Tokens at the head of Hamlet (title, cast list) that no run scores or trains on (SmolLM2's tokenizer: the first
 # speech starts near token 1000).
 NEW_HEAD = 1000
@@ -942,7 +944,8 @@ def training_claims(result: dict[str, Any], cfg: TrainingConfig) -> list[ledger.
     """Figs. 3, 4, 6, App. E.3 and the premise of Sec. 4.1.2, each judged with its uncertainty over seeds.
 
     Judged only on runs that learned (held-out new-domain perplexity down by :data:`LEARNED_FALL` in
-    every run), otherwise every row is not-checkable with the measured perplexities. A judged row's
+    every run) with at least :data:`MIN_SEEDS` seeds per rank, otherwise every row is not-checkable
+    with the measured perplexities. A judged row's
     statement says how far the perplexity fell and whether that met :data:`TARGET_FALL`. Then (see
     :func:`training_summary` for the numbers; ``x +- e`` is a seed mean with its 95 % half-width;
     a verdict the half-width could flip is partly):
@@ -976,6 +979,9 @@ def training_claims(result: dict[str, Any], cfg: TrainingConfig) -> list[ledger.
     >>> res["runs"][16] = run(1.0, 0.2, 1.6)  # both ranks forget alike at the same norm: the rank does not matter
     >>> training_claims(res, TrainingConfig())[1].status
     'not-reproduced'
+    >>> one = {r: {k: (v[:1] if k != "step" else v) for k, v in run.items()} for r, run in res["runs"].items()}
+    >>> {c.status for c in training_claims(dict(res, runs=one), TrainingConfig())}  # one seed: no spread, no verdict
+    {'not-checkable'}
     >>> res["runs"][4]["ppl_new"] = np.array([[50.0, 49.0, 48.0]] * 3)  # rank 4 barely learned: no verdict
     >>> {c.status for c in training_claims(res, TrainingConfig())}
     {'not-checkable'}
@@ -1022,9 +1028,15 @@ def _training_rows(result: dict[str, Any], *, suffix: str = "", note: str = "") 
                              measured=why, expected=f"runs whose held-out new-domain ppl fell >= {LEARNED_FALL:.0%}",
                              tolerance=LEARNED_FALL)
                 for i, (w, st) in _TRAINING_ROWS.items()]
+    lo, hi = f"{s['fall_min']:.0%}", f"{s['fall_max']:.0%}"
+    if n_seeds < MIN_SEEDS:  # learned, but one seed cannot say how much of a number is the seed's
+        why = (f"{n_seeds} seed per rank (ranks {', '.join(str(r) for r in ranks)}; held-out new-domain ppl fell "
+               f"{lo if lo == hi else lo + ' to ' + hi}): no spread over seeds")
+        return [ledger.Claim(id=i + suffix, paper="A", where=w, statement=st + note + f" [{seeds_note}]", verdict=ledger.NOT_CHECKABLE,
+                             measured=why, expected=f"at least {MIN_SEEDS} seeds per rank", tolerance=MIN_SEEDS)
+                for i, (w, st) in _TRAINING_ROWS.items()]
     rows = []
     # Said in every judged row: how much the runs learned, and whether that reached the target the profile aimed at.
-    lo, hi = f"{s['fall_min']:.0%}", f"{s['fall_max']:.0%}"
     seeds_note += (f"; held-out new-domain ppl fell {lo if lo == hi else lo + ' to ' + hi} over the runs "
                    f"(target {TARGET_FALL:.0%}: {'met' if s['target_met'] else 'not met'})")
 
