@@ -40,3 +40,27 @@ def test_rejudge_writes_the_current_verdicts(tmp_path):
     rejudge("intro-consensus", root=tmp_path, write=True)
     stored, current = rejudge("intro-consensus", root=tmp_path)  # and the hashes still verify
     assert stored == current and current[0]["status"] == "reproduced"
+
+
+FULL = [p for p in STORED if p.stem == "full"]
+
+
+@pytest.mark.parametrize("meta", FULL, ids=[p.parent.name for p in FULL])
+def test_stored_results_draw(meta):
+    """A chapter draws a stored result as loaded from its .npz (arrays where the run had lists): the plot must take it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from companion.experiments import get
+    from companion.runs import load_run
+
+    exp = get(meta.parent.name)
+    if exp.plot is None:
+        pytest.skip(f"{exp.name} has no figure")
+    result, _ = load_run(exp.name, "full")
+    try:
+        exp.plot(result)
+    finally:
+        plt.close("all")

@@ -1448,7 +1448,7 @@ def plot_negdef(result: dict[str, Any], ax=None):
         for j, beta in enumerate(result["betas"]):
             cell = result["cells"][f"n={n} beta={beta:g}"]
             k = np.arange(-1, n + 1)
-            counts = np.array([cell["n_plus"].count(int(i)) for i in k])
+            counts = np.array([int((np.asarray(cell["n_plus"]) == i).sum()) for i in k])
             off = (j - (nb - 1) / 2) * 0.8 / nb
             a.bar(k + off, counts, width=0.8 / nb, label=f"beta = {beta:g}", color=f"C{j}")
             stable = [int(i) for i, v in cell["stable"].items() if v]
