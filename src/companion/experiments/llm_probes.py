@@ -584,7 +584,7 @@ def _train_runs(cfg: TrainingConfig, generator: torch.Generator, device, data) -
     model, tok, path = _load(cfg.model_path, device)
     base_ids, new_ids, train_ids, extra = data(cfg, tok)
     H_base = probes.hidden_states(model, base_ids, before_final_norm=True, progress=cfg.progress)
-    lrs = {int(r): cfg.lr * float(r) ** -cfg.lr_rank_power for r in cfg.ranks}
+    lrs = _learning_rates(cfg)
     held = {"model": model}
 
     def evaluate(m, step):
@@ -631,6 +631,11 @@ def llm_training_indomain(cfg: IndomainConfig, generator: torch.Generator, devic
     return _train_runs(cfg, generator, device, _indomain_data)
 
 
+def _learning_rates(cfg: TrainingConfig) -> dict[int, float]:
+    """The constant learning rate of each rank: ``lr * r ** -lr_rank_power``."""
+    return {int(r): cfg.lr * float(r) ** -cfg.lr_rank_power for r in cfg.ranks}
+
+
 def _part_settings(cfg: TrainingConfig) -> dict[str, Any]:
     """What makes a stored part current: every setting of a run (not the progress bars, the baseline, the run list)."""
     return {k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("progress", "baseline_samples", "seed", "ranks", "seeds")}
@@ -653,7 +658,7 @@ def _training_result(cfg: TrainingConfig, parts: dict, seeds: Sequence[int], *, 
         extra["new_split"] = dict(zip(SPLIT_FIELDS, (int(x) for x in split[0])))
     return {**extra, "model": model, "ranks": np.array(cfg.ranks), "seeds": np.array(seeds), "runs": runs, "tau": cfg.tau,
             "layers": int(np.shape(first["drift"])[-1]), "d": int(d), "targets": tuple(cfg.targets),
-            "lr": {int(r): cfg.lr * float(r) ** -cfg.lr_rank_power for r in cfg.ranks},
+            "lr": _learning_rates(cfg),
             "random_baseline": {r: float(a.mean()) for r, a in samples.items()},
             "random_baseline_se": {r: float(a.std() / math.sqrt(a.numel())) for r, a in samples.items()},
             "steps": cfg.steps, "tokens_per_step": cfg.batch_size * cfg.train_block_len,
