@@ -426,6 +426,21 @@ def test_stored_llm_training_parts_are_still_current():
     assert not stale, f"stored llm-training parts no longer current: {stale}"
 
 
+@pytest.mark.parametrize("name", ["llm-training", "llm-training-indomain"])
+def test_stored_training_runs_span_a_decade_of_norms(name):
+    # What the full profile was sized for (issue #20): ranks 1 to 64, at least 3 seeds, and update norms over at least a
+    # decade, so that Fig. 3 has a range to read a trend from. Read from the stored runs, not from the config.
+    from companion import runs
+    from companion.experiments import llm_probes as lp
+
+    stored = runs.load_run(name, "full")
+    if stored is None:
+        pytest.skip(f"{name}: no assembled full profile stored")
+    res = stored[0]
+    assert [int(r) for r in res["ranks"]] == [1, 4, 16, 64] and len(res["seeds"]) >= 3
+    assert lp.training_summary(res)["norm_span"] >= 10
+
+
 def test_indomain_profiles_are_llm_trainings_with_other_data():
     import dataclasses
 

@@ -820,7 +820,8 @@ def training_summary(result: dict[str, Any]) -> dict[str, Any]:
       :data:`TARGET_FALL`;
     * ``forgot``: final / initial base-domain perplexity; ``rho``: Spearman correlation of update
       norm and base perplexity over the checkpoints of each run; ``norm_end``: the total update
-      norm ``(sum_l ||Delta V_l||_F^2)^{1/2}`` at the end (seed mean);
+      norm ``(sum_l ||Delta V_l||_F^2)^{1/2}`` at the end (seed mean); ``norm_span``: largest over
+      smallest nonzero total update norm of any checkpoint of any run (the range Fig. 3 covers);
     * ``common_norm``: the largest total update norm every run reaches (inside every run's range,
       nan when the ranges do not overlap); ``at_norm``: forgetting ``ln(ppl / ppl_0)`` there,
       interpolated in log norm; ``common_step``: the step at which the rank's seed-mean norm reaches
@@ -846,8 +847,8 @@ def training_summary(result: dict[str, Any]) -> dict[str, Any]:
     ...        "ppl_base": np.array([[10.0, 11.0, 12.0]]), "ppl_new": np.array([[50.0, 40.0, 30.0]]),
     ...        "align": np.ones((1, C, L)), "drift": np.full((1, C, L), 0.1), "b_tau": np.array([[5, 5, 2]])}
     >>> s = training_summary({"runs": {8: run}, "d": 64, "layers": L})
-    >>> s["rho"], round(s["fall"][8], 2), round(s["forgot"][8], 2), s["b_end"][8]
-    ({8: 1.0}, 0.4, 1.2, 2.0)
+    >>> s["rho"], round(s["fall"][8], 2), round(s["forgot"][8], 2), s["b_end"][8], s["norm_span"]
+    ({8: 1.0}, 0.4, 1.2, 2.0, 2.0)
     """
     runs, d, L = result["runs"], int(result.get("d", 0)), int(result.get("layers", 0))
     ranks = list(runs)
@@ -884,6 +885,8 @@ def training_summary(result: dict[str, Any]) -> dict[str, Any]:
                             for r in ranks])
     out["fall_min"], out["fall_max"] = float(falls.min()), float(falls.max())
     out["target_met"] = bool(out["fall_min"] >= TARGET_FALL)
+    moved = np.concatenate([n[n > 0] for n in norms.values()])
+    out["norm_span"] = float(moved.max() / moved.min()) if moved.size else math.nan
     # Forgetting at one norm that every run reaches: the largest final norm all share, inside each run's range.
     lo = max(float(n[:, 1:][n[:, 1:] > 0].min()) for n in norms.values())
     hi = min(float(n[:, -1].min()) for n in norms.values())
