@@ -24,7 +24,7 @@ from .provenance import atomic_write_bytes, load_result, repo_root, save_result
 from .report import PROFILES
 from .sweep import flatten_result, unflatten_result
 
-__all__ = ["results_dir", "run_experiment", "sweep_experiment", "load_run", "show_stored", "save_figures", "figure_sources",
+__all__ = ["results_dir", "run_experiment", "sweep_experiment", "load_run", "show_stored", "stored_full", "save_figures", "figure_sources",
            "chapter_times", "machine", "run_profiles", "pack_results", "store_packed", "check_writable", "rejudge"]
 
 
@@ -320,14 +320,19 @@ def stale_reason(name: str, profile: str = "full", folder: Path | str | None = N
     >>> stale_reason("intro-consensus", "fast", folder)
     "computed with parameters {'n': 4}, not the profile's: n = 4 (the profile has 64)"
     """
-    import dataclasses
-
-    from .experiments import get
-
     try:
         stored = _load_from(Path(folder) if folder is not None else results_dir(), name, profile)
     except (OSError, ValueError) as e:
         return f"does not verify ({e})"
+    return _stale(name, profile, stored)
+
+
+def _stale(name: str, profile: str, stored: tuple[dict[str, Any], dict[str, Any]] | None) -> str | None:
+    """:func:`stale_reason` for a result already loaded (``stored``: :func:`load_run`'s pair or None)."""
+    import dataclasses
+
+    from .experiments import get
+
     if stored is None:
         return "nothing stored"
     result, meta = stored
@@ -375,11 +380,47 @@ def show_stored(name: str, profile: str = "full", root: Path | str | None = None
         print(f"no stored {profile}-profile result; run: python -m companion run {name} --profile {profile}")
         return None
     result, meta = stored
+    print(_stored_line(name, profile, meta, root))
+    return result
+
+
+def _stored_line(name: str, profile: str, meta: Mapping[str, Any], root: Path | str | None) -> str:
+    """Where a stored result comes from: commit, date, device and run time (its parts' included)."""
     wall, _, parts = _parts_times(results_dir(root) / name / "parts")
     took = (f"{meta['wall_time_s'] + wall:.0f} s ({parts} parts, {wall:.0f} s, then assembled)" if parts
             else f"{meta['wall_time_s']:.0f} s")
-    print(f"stored {profile} profile: commit {(meta.get('commit') or '?')[:10]}, {meta.get('created', '?')[:10]}, "
-          f"device {meta['config']['device']}, {took}")
+    return (f"stored {profile} profile: commit {(meta.get('commit') or '?')[:10]}, {meta.get('created', '?')[:10]}, "
+            f"device {meta['config']['device']}, {took}")
+
+
+def stored_full(name: str, root: Path | str | None = None) -> dict[str, Any] | None:
+    """The stored full-profile result of ``name`` when it verifies and is current (:func:`stale_reason`),
+    else None; prints one line saying where it comes from, or why none is used. Reads the file once.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> stored_full("intro-consensus", root) is None
+    intro-consensus: no stored full-profile result; run: python -m companion run intro-consensus --profile full
+    True
+    >>> _ = run_experiment("intro-consensus", "full", out=results_dir(root), figure=False)
+    >>> stored_full("intro-consensus", root)["profile"]  # doctest: +ELLIPSIS
+    intro-consensus: stored full profile: commit ..., device cpu, ... s
+    'full'
+    """
+    try:
+        stored = _load_from(results_dir(root), name, "full")
+    except (OSError, ValueError) as e:
+        stored, reason = None, f"does not verify ({e})"
+    else:
+        reason = _stale(name, "full", stored)
+    if reason is not None:
+        print(f"{name}: " + (f"no stored full-profile result; run: python -m companion run {name} --profile full"
+                             if reason == "nothing stored" else f"stored full-profile result not used: {reason}"))
+        return None
+    result, meta = stored
+    print(f"{name}: " + _stored_line(name, "full", meta, root))
     return result
 
 
@@ -413,14 +454,9 @@ def paper_scale(result: Mapping[str, Any], root: Path | str | None = None, *, dr
     from .ledger import format_claims
 
     name = str(result["experiment"])
-    reason = stale_reason(name, "full", results_dir(root))
-    if reason is not None:
-        print(f"{name}: " + ("no stored full-profile result; run: python -m companion run "
-                             f"{name} --profile full" if reason == "nothing stored" else
-                             f"stored full-profile result not used: {reason}"))
+    full = stored_full(name, root)
+    if full is None:
         return dict(result)
-    print(f"{name}:", end=" ")
-    full = show_stored(name, "full", root)
     exp = get(name)
     if draw:
         if exp.plot is not None:
@@ -461,13 +497,13 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
         meta_path = results_dir(root) / name / "full.json"
         fast_s = _wall_time(results_dir(root) / name / "fast.json")
         paper = exp.paper.note if exp.paper is not None else ""
+        parts_wall, parts_cpu, parts = _parts_times(results_dir(root) / name / "parts")
         if meta_path.exists():
             meta = json.loads(meta_path.read_text())
             dev = str((meta.get("config") or {}).get("device", "?"))
             if dev.startswith("cuda"):  # the provenance names the GPU model
                 dev = str(meta.get("cuda_device") or meta.get("device") or dev)
             verdicts = [c.get("status") for c in meta.get("claims") or []]
-            parts_wall, parts_cpu, parts = _parts_times(results_dir(root) / name / "parts")
             full_s, full_cpu_s = meta.get("wall_time_s"), meta.get("cpu_time_s")
             rows.append({"experiment": name, "chapter": exp.chapter, "profile": "full",
                          "device": dev, "source": f"data/results/{name}/full.npz",
@@ -480,14 +516,8 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
             rows.append({"experiment": name, "chapter": exp.chapter, "profile": profile, "device": "cpu",
                          "source": "computed while the chapter executes", "commit": "", "created": "",
                          "fast_s": fast_s, "full_s": None, "full_cpu_s": None, "load": None, "paper": paper,
-                         "verdicts": {}, **_partial(results_dir(root) / name / "parts")})
+                         "verdicts": {}, "parts": parts, "parts_s": parts_wall if parts else None})
     return rows
-
-
-def _partial(folder: Path) -> dict[str, Any]:
-    """``parts`` stored so far for a full profile not assembled yet, and their summed wall time ``parts_s``."""
-    wall, _, parts = _parts_times(folder)
-    return {"parts": parts, "parts_s": wall if parts else None}
 
 
 def _parts_times(folder: Path) -> tuple[float, float, int]:
