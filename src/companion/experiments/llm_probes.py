@@ -42,6 +42,7 @@ __all__ = [
     "transition_norm",
     "adapter_summary",
     "training_summary",
+    "run_ends",
     "random_adapters_claims",
     "training_claims",
     "indomain_claims",
@@ -795,6 +796,24 @@ def _forgetting(run: dict[str, Any]) -> np.ndarray:
     return np.log(p / p[:, :1])
 
 
+def run_ends(result: dict[str, Any]) -> dict[tuple[int, int], tuple[float, float]]:
+    """Per run ``(rank, seed)`` of a training result: its final total update norm
+    ``(sum_l ||Delta V_l||_F^2)^{1/2}`` and its final / initial base-domain perplexity, to pair the
+    runs of two experiments run by run.
+
+    Examples
+    --------
+    >>> run = {"norm_layers": np.array([[[0.0, 0.0], [3.0, 4.0]]]), "ppl_base": np.array([[10.0, 12.0]])}
+    >>> run_ends({"runs": {4: run}, "seeds": np.array([2])})
+    {(4, 2): (5.0, 1.2)}
+    """
+    ends = {}
+    for r, run in result["runs"].items():
+        for s, n, f in zip(result["seeds"], _total_norm(run)[:, -1], np.exp(_forgetting(run)[:, -1])):
+            ends[(int(r), int(s))] = (float(n), float(f))
+    return ends
+
+
 def _at_norm(norm: np.ndarray, value: np.ndarray, at: float) -> float:
     """``value`` at update norm ``at`` along one run's checkpoints, linear in log norm (step 0 left out)."""
     keep = norm > 0
@@ -1029,29 +1048,29 @@ def _training_rows(result: dict[str, Any], *, suffix: str = "", note: str = "") 
     n_seeds = int(np.shape(result["runs"][ranks[0]]["ppl_base"])[0])
     seeds_note = f"{n_seeds} seed{'s' if n_seeds != 1 else ''} per rank" + (
         "; one seed: no spread measured, the half-widths are 0" if n_seeds < 2 else ", 95 % t half-widths")
+
+    def claim(key, verdict, measured, expected, tolerance, uncertainty=None):
+        w, st = _TRAINING_ROWS[key]
+        return ledger.Claim(id=key + suffix, paper="A", where=w, statement=st + note + f" [{seeds_note}]", verdict=verdict,
+                            measured=measured, expected=expected, tolerance=tolerance, uncertainty=uncertainty)
+
     if s["fall_min"] < LEARNED_FALL:  # the probe did not train: none of its rows is a verdict
         new = {r: (float(np.mean(run["ppl_new"][:, 0])), float(np.mean(run["ppl_new"][:, -1]))) for r, run in result["runs"].items()}
         why = "no run that learned: held-out new-domain ppl " + ", ".join(f"{a:.3g} -> {b:.3g} (r = {r})" for r, (a, b) in new.items())
-        return [ledger.Claim(id=i + suffix, paper="A", where=w, statement=st + note + f" [{seeds_note}]", verdict=ledger.NOT_CHECKABLE,
-                             measured=why, expected=f"runs whose held-out new-domain ppl fell >= {LEARNED_FALL:.0%}",
-                             tolerance=LEARNED_FALL)
-                for i, (w, st) in _TRAINING_ROWS.items()]
+        return [claim(k, ledger.NOT_CHECKABLE, why, f"runs whose held-out new-domain ppl fell >= {LEARNED_FALL:.0%}", LEARNED_FALL)
+                for k in _TRAINING_ROWS]
     lo, hi = f"{s['fall_min']:.0%}", f"{s['fall_max']:.0%}"
     if n_seeds < MIN_SEEDS:  # learned, but one seed cannot say how much of a number is the seed's
         why = (f"{n_seeds} seed per rank (ranks {', '.join(str(r) for r in ranks)}; held-out new-domain ppl fell "
                f"{lo if lo == hi else lo + ' to ' + hi}): no spread over seeds")
-        return [ledger.Claim(id=i + suffix, paper="A", where=w, statement=st + note + f" [{seeds_note}]", verdict=ledger.NOT_CHECKABLE,
-                             measured=why, expected=f"at least {MIN_SEEDS} seeds per rank", tolerance=MIN_SEEDS)
-                for i, (w, st) in _TRAINING_ROWS.items()]
+        return [claim(k, ledger.NOT_CHECKABLE, why, f"at least {MIN_SEEDS} seeds per rank", MIN_SEEDS) for k in _TRAINING_ROWS]
     rows = []
     # Said in every judged row: how much the runs learned, and whether that reached the target the profile aimed at.
     seeds_note += (f"; held-out new-domain ppl fell {lo if lo == hi else lo + ' to ' + hi} over the runs "
                    f"(target {TARGET_FALL:.0%}: {'met' if s['target_met'] else 'not met'})")
 
     def row(key, verdict, measured, expected, tolerance, uncertainty):
-        w, st = _TRAINING_ROWS[key]
-        rows.append(ledger.Claim(id=key + suffix, paper="A", where=w, statement=st + note + f" [{seeds_note}]", verdict=verdict,
-                                 measured=measured, expected=expected, tolerance=tolerance, uncertainty=uncertainty))
+        rows.append(claim(key, verdict, measured, expected, tolerance, uncertainty))
 
     # Fig. 3, the norm: the rank whose mean Spearman is lowest decides.
     r0 = min(ranks, key=lambda r: s["rho"][r])
