@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from companion.experiments import registry
+from companion.registry import registry
 from companion.gpu import cuda_summary, synchronize
 from companion.provenance import atomic_write_bytes
 from companion.sweep import flatten_result

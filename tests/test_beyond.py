@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from companion import inventory
 from companion import ledger
 from companion.experiments import beyond as bq
 from companion.theory import lora_depth
@@ -37,7 +38,7 @@ def test_question_rows_are_kept_apart(tmp_path):
     assert [r["id"] for r in ledger.assemble(tmp_path)] == ["B-1"]  # data/claims.json: the papers' claims only
     assert [(r["id"], r["status"]) for r in ledger.load(tmp_path, questions=True)] == [("Q-B-1", "refuted")]
     # an answer never covers a paper's numbered result
-    assert ledger.coverage(ledger.load(tmp_path), {"B": [{"ref": "Conjecture 1"}]})["B"] == [{"ref": "Conjecture 1"}]
+    assert inventory.coverage(ledger.load(tmp_path), {"B": [{"ref": "Conjecture 1"}]})["B"] == [{"ref": "Conjecture 1"}]
 
 
 # --------------------------------------------------------------------------- question 1

@@ -207,7 +207,7 @@ def test_clusters():
 # ----------------------------------------------------------------------------- the mean-field PDE
 
 from companion.pde import circle_w1, density_moments, face_velocity, noisy_uniform, quantile_tokens, solve_mean_field  # noqa: E402
-from companion.theory.metastable import gamma_k  # noqa: E402
+from companion.theory.metastable import gamma_k, k_max  # noqa: E402
 
 
 def _cells(M):
@@ -233,7 +233,7 @@ def test_pde_conserves_mass_and_positivity_and_grows_at_gamma():
     M, beta, eps, k = 1024, 5.0, 1e-5, 3
     u0 = (1 + eps * torch.cos(k * _cells(M))) / (2 * math.pi)
     t1 = 0.1
-    ts, us, st = solve_mean_field(u0, beta, t1, save_at=[0.0, t1])
+    ts, us, st = solve_mean_field(u0, beta, t1, save_at=[0.0, t1], dt_max=0.05 / float(gamma_k(k_max(beta), beta)))
     assert st["mass_drift"] < 1e-13
     assert us.min().item() >= 0
     growth = (density_moments(us[-1], k)[k].abs() / density_moments(us[0], k)[k].abs()).item()
@@ -249,7 +249,7 @@ def test_noisy_uniform_and_quantiles():
     iid = uniform_angles(1, 5000, generator=g)
     assert circle_w1(iid, u) > circle_w1(th, u)
     with pytest.raises(ValueError, match="cfl"):
-        solve_mean_field(u, 1.0, 0.1, cfl=0.9)
+        solve_mean_field(u, 1.0, 0.1, cfl=0.9, dt_max=0.01)
     with pytest.raises(TypeError):
         face_velocity(np.ones(16), 1.0)
 

@@ -10,9 +10,11 @@ import sys
 import numpy as np
 import pytest
 
-from companion import experiments, ledger
+from companion import registry
+from companion import ledger
 from companion.__main__ import main, parse_axis
-from companion.runs import chapter_times, figure_sources, load_run
+from companion.pages import chapter_times, figure_sources
+from companion.store import load_run
 
 NAME = "_test-cli-decay"
 
@@ -57,9 +59,9 @@ PROFILES = {"fast": DecayConfig(), "full": DecayConfig(steps=40)}
 
 @pytest.fixture
 def registered():
-    experiments.experiment(NAME, chapter="_test", profiles=PROFILES, plot=plot_decay, claims=decay_claims)(decay)
+    registry.experiment(NAME, chapter="_test", profiles=PROFILES, plot=plot_decay, claims=decay_claims)(decay)
     yield NAME
-    experiments._REGISTRY.pop(NAME, None)
+    registry._REGISTRY.pop(NAME, None)
 
 
 def test_run_writes_result_figure_provenance(registered, tmp_path):
@@ -136,7 +138,7 @@ def decay_assemble(points: list[dict], cfg: DecayConfig) -> dict:
 
 @pytest.fixture
 def sweepable(registered):
-    experiments.sweep_point(NAME, assemble=decay_assemble, grid=lambda cfg: [{"rate": 0.5}, {"rate": 4.0}])(decay_point)
+    registry.sweep_point(NAME, assemble=decay_assemble, grid=lambda cfg: [{"rate": 0.5}, {"rate": 4.0}])(decay_point)
     yield NAME
 
 
@@ -218,19 +220,19 @@ def test_parse_axis_rejects_empty():
 def test_help_lists_registered_experiments():
     out = subprocess.run([sys.executable, "-m", "companion", "--help"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    names = list(experiments.registry())
+    names = list(registry.registry())
     assert "experiments" in out.stdout
     assert all(n in out.stdout for n in names)
 
 
 def test_every_experiment_takes_profile_device_and_has_a_figure():
     """What `run --all` relies on: the CLI calls func(profile=..., device=...) and saves the figures
-    of the experiment's plot function (registered with experiments.plots)."""
+    of the experiment's plot function (given as plot= to registry.experiment)."""
     import inspect
 
     # tables of Jacobian checks, no figure in the chapter
     without_figure = {"spectral-stability-cases", "spectral-lemma-a1"}
-    reg = experiments.registry()
+    reg = registry.registry()
     assert len(reg) >= 35
     for name, exp in reg.items():
         params = inspect.signature(exp.func).parameters
@@ -239,10 +241,10 @@ def test_every_experiment_takes_profile_device_and_has_a_figure():
 
 
 def test_run_reports_time_and_figures(registered, tmp_path, capsys):
-    from companion.experiments import _REGISTRY
+    from companion.registry import _REGISTRY
 
     bare = "_test-cli-bare"
-    experiments.experiment(bare, chapter="_test", profiles=PROFILES)(decay)
+    registry.experiment(bare, chapter="_test", profiles=PROFILES)(decay)
     try:
         assert main(["run", NAME, bare, "--out", str(tmp_path)]) == 0
     finally:
@@ -302,7 +304,7 @@ def test_full_runs_what_is_missing_within_the_budget_then_pack_and_store(tmp_pat
 
 
 def test_full_with_no_budget_left_starts_nothing(tmp_path, capsys):
-    from companion.runs import run_profiles
+    from companion.runner import run_profiles
 
     rows = run_profiles(["intro-consensus", "intro-clustering"], "fast", out=tmp_path, budget_s=0.5, log=lambda s: None)
     assert [r["status"] for r in rows] == ["not started", "not started"] and not any(tmp_path.iterdir())
@@ -312,7 +314,8 @@ def test_full_with_no_budget_left_starts_nothing(tmp_path, capsys):
 
 
 def test_pack_refuses_more_than_the_limits(tmp_path):
-    from companion.runs import pack_results, run_experiment
+    from companion.transport import pack_results
+    from companion.runner import run_experiment
 
     for n in (4, 5):
         run_experiment("intro-consensus", "fast", out=tmp_path / f"r{n}", params={"n": n, "t1": 0.5}, figure=False)

@@ -27,7 +27,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from companion.experiments import registry
+from companion.registry import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 OPS_LIMIT = 3_000  # torch operations watched per run: an experiment that never reaches its device stops here

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from companion.experiments import introduction as intro
-from companion.experiments import judge
+from companion.registry import judge
 
 
 @pytest.fixture(scope="module")

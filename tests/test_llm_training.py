@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from companion import fits, registry, runner, store
 from companion.llm import probes as P
 from companion.llm import training as T
 
@@ -154,10 +155,10 @@ def test_intervals_against_scipy():
     r, lo, hi = T.pearson_interval(x, y)
     ci = stats.pearsonr(x, y).confidence_interval(0.95)  # Fisher z, as scipy computes it
     assert (r, lo, hi) == pytest.approx((stats.pearsonr(x, y).statistic, ci.low, ci.high), rel=1e-9)
-    m, h = T.mean_interval(np.array([[1.0, 2.0], [2.0, 4.0], [4.0, 9.0]]))
+    m, h = fits.mean_interval(np.array([[1.0, 2.0], [2.0, 4.0], [4.0, 9.0]]))
     want = stats.t.ppf(0.975, 2) * np.array([1.5275252, 3.6055513]) / math.sqrt(3)
     np.testing.assert_allclose(h, want, rtol=1e-4)
-    assert np.isnan(T.mean_interval(np.ones((1, 2)))[1]).all()
+    assert np.isnan(fits.mean_interval(np.ones((1, 2)))[1]).all()
     with pytest.raises(ValueError, match="n >= 4"):
         T.pearson_interval([1, 2, 3], [1, 2, 3])
 
@@ -265,7 +266,6 @@ def _store_parts(folder, cfg, keys):
 def test_training_from_parts_reads_what_is_stored(tmp_path):
     import dataclasses
 
-    from companion import experiments
     from companion.experiments import llm_probes as lp
 
     cfg = dataclasses.replace(lp.PROFILES_TRAINING["fast"], seeds=(0, 1, 2), baseline_samples=16)
@@ -276,7 +276,7 @@ def test_training_from_parts_reads_what_is_stored(tmp_path):
     assert res["seeds"].tolist() == [0, 1] and res["left_out"] == [(4, 2)] and res["profile"] == "fast, 4 of 6 runs"
     assert res["runs"][16]["ppl_new"][:, -1].tolist() == [40.0, 39.0] and res["layers"] == 4 and res["d"] == 32
     assert res["config"]["seeds"] == (0, 1) and set(res["random_baseline"]) == {4, 16}
-    rows = experiments.judge(res)  # judged like a result of the experiment, under its label
+    rows = registry.judge(res)  # judged like a result of the experiment, under its label
     assert len(rows) == 6 and {c.profile for c in rows} == {"fast, 4 of 6 runs"}
     assert all("2 seeds per rank" in c.statement for c in rows)
     _store_parts(tmp_path, cfg, [(16, 2)])
@@ -318,7 +318,6 @@ TINY = {"eval_blocks": 1, "block_len": 16, "train_blocks": 4, "train_block_len":
 def test_llm_training_resumes_under_run_out(bundled, tmp_path, monkeypatch):
     # `python -m companion run llm-training --out DIR` keeps one part per run in DIR/llm-training/parts/;
     # killed in the second run, it resumes from the first part and assembles the same result.
-    from companion import runs
     from companion.experiments import llm_probes as lp
     from companion.provenance import load_result
 
@@ -331,16 +330,16 @@ def test_llm_training_resumes_under_run_out(bundled, tmp_path, monkeypatch):
         return real(model, r, s, **kw)
 
     monkeypatch.setattr(T, "train_run", killed_in_second)
-    out = runs.results_dir(tmp_path)
+    out = store.results_dir(tmp_path)
     with pytest.raises(KeyboardInterrupt):
-        runs.run_experiment("llm-training", "fast", out=out, params=TINY, figure=False)
+        runner.run_experiment("llm-training", "fast", out=out, params=TINY, figure=False)
     parts = out / "llm-training" / "parts"
     assert sorted(p.name for p in parts.iterdir()) == ["r1-s0.json", "r1-s0.npz"]
     calls.clear()
     monkeypatch.setattr(T, "train_run", lambda *a, **kw: calls.append(a[1:3]) or real(*a, **kw))
-    path = runs.run_experiment("llm-training", "fast", out=out, params=TINY, figure=False)
+    path = runner.run_experiment("llm-training", "fast", out=out, params=TINY, figure=False)
     assert calls == [(2, 0)]
-    result, meta = runs.load_run("llm-training", "fast", root=tmp_path)
+    result, meta = store.load_run("llm-training", "fast", root=tmp_path)
     assert path.exists() and meta["config"]["params"]["ranks"] == [1, 2]
     first, _ = load_result(T.part_path(parts, 1, 0))  # the assembled result holds the part computed before the kill
     for k in ("ppl_base", "ppl_new", "drift", "align", "margin", "b_tau"):
@@ -430,10 +429,9 @@ def test_stored_llm_training_parts_are_still_current():
 def test_stored_training_runs_span_a_decade_of_norms(name):
     # What the full profile was sized for (issue #20): ranks 1 to 64, at least 3 seeds, and update norms over at least a
     # decade, so that Fig. 3 has a range to read a trend from. Read from the stored runs, not from the config.
-    from companion import runs
     from companion.experiments import llm_probes as lp
 
-    stored = runs.load_run(name, "full")
+    stored = store.load_run(name, "full")
     if stored is None:
         pytest.skip(f"{name}: no assembled full profile stored")
     res = stored[0]
@@ -444,7 +442,7 @@ def test_stored_training_runs_span_a_decade_of_norms(name):
 def test_indomain_profiles_are_llm_trainings_with_other_data():
     import dataclasses
 
-    from companion.experiments import get
+    from companion.registry import get
     from companion.experiments import llm_probes as lp
 
     exp = get("llm-training-indomain")
@@ -480,7 +478,6 @@ def test_indomain_rows_are_the_training_rows_under_their_own_ids(synthetic):
 def test_indomain_from_parts_carries_the_split_and_its_rows(tmp_path):
     import dataclasses
 
-    from companion import experiments
     from companion.experiments import llm_probes as lp
 
     cfg = dataclasses.replace(lp.PROFILES_INDOMAIN["fast"], seeds=(0, 1), baseline_samples=16)
@@ -497,7 +494,7 @@ def test_indomain_from_parts_carries_the_split_and_its_rows(tmp_path):
     res = lp.training_from_parts(tmp_path, "fast", d=32, cfg=cfg, experiment="llm-training-indomain")
     assert res["experiment"] == "llm-training-indomain" and res["seeds"].tolist() == [0, 1]
     assert res["new_split"] == dict(zip(lp.SPLIT_FIELDS, split.tolist()))
-    rows = experiments.judge(res)
+    rows = registry.judge(res)
     assert len(rows) == 6 and all(c.id.endswith("-indomain") for c in rows)
     T.part_path(tmp_path, 16, 1).unlink()  # run (16, 1) again on other tokens: the runs no longer share their data
     T.run_parts([(16, 1)], lambda r, s: part(r, s, split + 1), tmp_path, settings=lp._part_settings(cfg))
@@ -510,15 +507,14 @@ def test_indomain_from_parts_carries_the_split_and_its_rows(tmp_path):
 def test_llm_training_indomain_scores_the_tail_it_did_not_train_on(bundled, tmp_path):
     # A tiny run under `python -m companion run --out`: one part in DIR/llm-training-indomain/parts, the play's token
     # ranges in it, and at step 0 the base model's perplexity on the tokens from floor(0.8 n) on (computed here apart).
-    from companion import runs
     from companion.experiments import llm_probes as lp
     from companion.llm import assets
 
     tiny = dict(TINY, ranks=(1,))
-    runs.run_experiment("llm-training-indomain", "fast", out=runs.results_dir(tmp_path), params=tiny, figure=False)
-    parts = runs.results_dir(tmp_path) / "llm-training-indomain" / "parts"
+    runner.run_experiment("llm-training-indomain", "fast", out=store.results_dir(tmp_path), params=tiny, figure=False)
+    parts = store.results_dir(tmp_path) / "llm-training-indomain" / "parts"
     assert sorted(p.name for p in parts.iterdir()) == ["r1-s0.json", "r1-s0.npz"]
-    result, _ = runs.load_run("llm-training-indomain", "fast", root=tmp_path)
+    result, _ = store.load_run("llm-training-indomain", "fast", root=tmp_path)
     model, tok = P.load_causal_lm(assets.smollm2_path(prepare=False))
     play = tok(assets.corpus_text("shakespeare", "heldout"), add_special_tokens=False)["input_ids"]
     cut = int(0.8 * len(play))

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from companion import fits, init, models, simulate
-from companion.experiments import judge
+from companion.registry import judge
 from companion.experiments import low_temperature as ex
 from companion.theory import low_temperature as lt
 

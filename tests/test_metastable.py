@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from companion.experiments import get, judge
-from companion.runs import load_run
+from companion.registry import get, judge
+from companion.store import load_run
 from companion.experiments import metastable as ms
 from companion.theory.metastable import gamma_k, growth_rate
 

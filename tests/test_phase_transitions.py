@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from companion import init, models, simulate
-from companion.experiments import judge
+from companion.registry import judge
 from companion.experiments import phase_transitions as pt
 from companion.theory import lora_depth as th
 

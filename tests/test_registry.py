@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from companion import experiments, ledger
-from companion.experiments import CHAPTER_PREFIXES, claims_for, experiment, get, judge
+from companion import registry
+from companion import ledger
+from companion.registry import CHAPTER_PREFIXES, claims_for, experiment, judge
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,7 +39,7 @@ def draw():
                              verdict=ledger.verdict(err, 3.0 / cfg.n ** 0.5), measured=err, expected=0.0, tolerance=3.0 / cfg.n ** 0.5)]
 
     yield draw_body
-    experiments._REGISTRY.pop(NAME, None)
+    registry._REGISTRY.pop(NAME, None)
 
 
 def test_profiles_overrides_and_numpy(draw):
@@ -108,7 +109,7 @@ def test_registration_is_checked():
 
 
 def test_every_experiment_is_declared_and_named_by_its_chapter():
-    reg = experiments.registry()
+    reg = registry.registry()
     assert len(reg) >= 35
     for name, exp in reg.items():
         assert dataclasses.is_dataclass(exp.config) and exp.runner is not None, name
@@ -141,7 +142,7 @@ def test_verdict_rule():
 def test_paper_scale_is_checked_against_the_full_profile():
     import dataclasses
 
-    from companion.experiments import PaperScale
+    from companion.registry import PaperScale
 
     @dataclasses.dataclass(frozen=True)
     class Cfg:
@@ -158,5 +159,5 @@ def test_paper_scale_is_checked_against_the_full_profile():
 
 def test_every_experiment_states_its_paper_scale():
     """Each full profile says what the paper used (the registry checks the values against it)."""
-    missing = sorted(n for n, e in experiments.registry().items() if e.paper is None)
+    missing = sorted(n for n, e in registry.registry().items() if e.paper is None)
     assert not missing, f"experiments without a PaperScale: {missing}"

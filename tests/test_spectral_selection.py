@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from companion import init, models
-from companion.experiments import judge
+from companion.registry import judge
 from companion.experiments import spectral_selection as ss
 from companion.theory import spectral as th
 

@@ -2,14 +2,13 @@
 independent numbers (identity-coupling upper bound for W2, the 2 x 2 closed form of the perturbed
 top eigenvector, the exact eigenvectors the cone-collapse lemma predicts), and their claims: each
 verdict is the chapter's on the experiment's result and changes on a wrong input."""
-import math
 
 import numpy as np
 import pytest
 import torch
 
 from companion import init, metrics, simulate
-from companion.experiments import judge
+from companion.registry import judge
 from companion.experiments import stability as st
 from companion.models import Euclidean
 

@@ -153,9 +153,10 @@ def test_committed_results_verify():
 
 
 def test_load_run_refuses_an_npz_of_another_run(tmp_path):
-    """`companion.runs.load_run` goes through the verified load: a result with a replaced npz or a lost
+    """`companion.store.load_run` goes through the verified load: a result with a replaced npz or a lost
     figure is an error naming the file, not a result with another run's numbers."""
-    from companion.runs import load_run, results_dir, run_experiment
+    from companion.store import load_run, results_dir
+    from companion.runner import run_experiment
 
     one = run_experiment("intro-consensus", "fast", out=results_dir(tmp_path / "one"), params={"n": 4, "t1": 1.0})
     two = run_experiment("intro-consensus", "fast", out=results_dir(tmp_path / "two"), params={"n": 4, "t1": 2.0})

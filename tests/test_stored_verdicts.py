@@ -7,7 +7,8 @@ import json
 import pytest
 
 from companion.provenance import repo_root
-from companion.runs import rejudge, stale_reason
+from companion.runner import rejudge
+from companion.store import stale_reason
 
 STORED = sorted((repo_root() / "data" / "results").glob("*/*.json"))
 
@@ -17,7 +18,7 @@ def test_stored_verdicts_are_current(meta):
     stored, current = rejudge(meta.parent.name, meta.stem)
     assert current, f"{meta}: its experiment's claims function gives no rows"
     assert stored == current, (f"{meta}: stored verdicts differ from the claims function's; after checking why, store the "
-                               f"current ones with companion.runs.rejudge({meta.parent.name!r}, {meta.stem!r}, write=True)")
+                               f"current ones with companion.runner.rejudge({meta.parent.name!r}, {meta.stem!r}, write=True)")
 
 
 @pytest.mark.parametrize("meta", STORED, ids=[f"{p.parent.name}/{p.stem}" for p in STORED])
@@ -28,7 +29,8 @@ def test_stored_results_are_the_declared_profile(meta):
 
 
 def test_rejudge_writes_the_current_verdicts(tmp_path):
-    from companion.runs import results_dir, run_experiment
+    from companion.store import results_dir
+    from companion.runner import run_experiment
 
     run_experiment("intro-consensus", "full", out=results_dir(tmp_path), params={"n": 4, "t1": 1.0}, figure=False)
     path = results_dir(tmp_path) / "intro-consensus" / "full.json"
@@ -53,8 +55,8 @@ def test_stored_results_draw(meta):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from companion.experiments import get
-    from companion.runs import load_run
+    from companion.registry import get
+    from companion.store import load_run
 
     exp = get(meta.parent.name)
     if exp.plot is None:

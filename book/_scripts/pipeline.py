@@ -90,8 +90,9 @@ def write_toc(book: Path = BOOK) -> bool:
 API_SECTIONS = (
     ("Simulation core", ("attention", "models", "integrate", "init", "metrics", "fits")),
     ("Theory: closed forms, one module per paper", ("theory",)),
-    ("Experiments: what the chapters run", ("experiments",)),
-    ("Claims ledger, provenance and printing", ("ledger", "provenance", "report")),
+    ("Experiments: the registry and one file per experiment", ("registry", "experiments")),
+    ("Claims ledger, the papers' inventory, storage and printing", ("ledger", "inventory", "provenance", "store", "report")),
+    ("Running, sweeping, carrying and showing results", ("runner", "sweep", "transport", "pages")),
     ("LLM probes", ("llm",)),
 )
 API_INTRO = """# API reference

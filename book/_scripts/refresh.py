@@ -96,7 +96,7 @@ def refresh(slug: str, timeout: int = 1800) -> Path:
                             resources={"metadata": {"path": str(CHAPTERS)}})
     t0 = time.perf_counter()
     client.execute()
-    # Build record for the Status chapter (companion.runs.chapter_times): nbval ignores notebook
+    # Build record for the Status chapter (companion.pages.chapter_times): nbval ignores notebook
     # metadata, so this one volatile block never breaks a comparison.
     nb.metadata["companion"] = {
         "execution_seconds": round(time.perf_counter() - t0, 1),

@@ -89,7 +89,7 @@ def _param(text: str) -> tuple[str, Any]:
 
 def _experiments_epilog() -> str:
     try:
-        from .experiments import registry
+        from .registry import registry
 
         reg = registry()
     except Exception as e:  # --help must work even when a chapter module is broken
@@ -106,7 +106,7 @@ def _sweeps_epilog() -> str:
     import inspect
 
     try:
-        from .experiments import registry
+        from .registry import registry
 
         reg = registry()
     except Exception as e:
@@ -179,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_list() -> int:
-    from .experiments import registry
+    from .registry import registry
 
     reg = registry()
     if not reg:
@@ -197,9 +197,9 @@ def _cmd_list() -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from .experiments import get, registry
+    from .registry import get, registry
     from .ledger import format_claims
-    from .runs import run_experiment
+    from .runner import run_experiment
 
     from .gpu import resolve_device
 
@@ -272,9 +272,9 @@ def _check_grid(exp, axes: dict[str, list[Any]]) -> None:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from .experiments import get
+    from .registry import get
     from .gpu import resolve_device
-    from .runs import sweep_experiment
+    from .runner import sweep_experiment
     from .sweep import SERIAL, product_grid
 
     exp = _checked(get, args.name)
@@ -304,9 +304,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _cmd_full(args: argparse.Namespace) -> int:
-    from .experiments import get, registry
+    from .registry import get, registry
     from .gpu import resolve_device
-    from .runs import run_profiles
+    from .runner import run_profiles
 
     names = args.names or [n for n, e in registry().items() if e.chapter not in args.skip_chapter]
     for n in names:
@@ -323,7 +323,7 @@ def _cmd_full(args: argparse.Namespace) -> int:
 
 
 def _cmd_pack(args: argparse.Namespace) -> int:
-    from .runs import pack_results
+    from .transport import pack_results
 
     packs = _checked(pack_results, args.folder, args.to, max_files=args.max_files, max_bytes=int(args.max_mb * 2**20))
     for p in packs:
@@ -332,7 +332,7 @@ def _cmd_pack(args: argparse.Namespace) -> int:
 
 
 def _cmd_store(args: argparse.Namespace) -> int:
-    from .runs import store_packed
+    from .transport import store_packed
 
     for p in _checked(store_packed, args.packs, args.out):
         print(f"store: {p}")

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["line_fit", "first_time", "first_crossing", "settle_time", "fraction_interval"]
+__all__ = ["line_fit", "first_time", "first_crossing", "settle_time", "fraction_interval", "mean_interval", "mean_stderr"]
 
 
 def _series(a: Any, name: str) -> np.ndarray:
@@ -215,3 +215,51 @@ def fraction_interval(k: int, n: int, *, z: float = 1.96) -> tuple[float, float]
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+# Two-sided 95 % Student t quantiles for 1 to 10 degrees of freedom (beyond: the normal 1.96).
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+
+
+def mean_interval(x: Any, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over ``axis`` and the half-width of its two-sided 95 % Student t interval.
+
+    With one sample the half-width is nan (no spread to measure).
+
+    Examples
+    --------
+    >>> m, h = mean_interval([1.0, 2.0, 3.0])
+    >>> float(m), round(float(h), 3)   # t(2) = 4.303, sd / sqrt(3) = 0.577
+    (2.0, 2.484)
+    """
+    x = np.asarray(x, float)
+    n = x.shape[axis]
+    m = x.mean(axis=axis)
+    if n < 2:
+        return m, np.full_like(m, np.nan)
+    t = _T95[n - 2] if n - 1 <= len(_T95) else 1.96
+    return m, t * x.std(axis=axis, ddof=1) / math.sqrt(n)
+
+
+def mean_stderr(x: Any, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
+    r"""Mean and standard error over ``axis``, non-finite entries left out (the error is nan where
+    fewer than two remain, the mean nan where none does). x: (..., T) -> (...), (...).
+
+    .. math::
+
+        \bar x = \frac1k \sum_i x_i, \qquad \mathrm{se} = \sqrt{\frac{1}{k(k-1)} \sum_i (x_i - \bar x)^2}.
+
+    Examples
+    --------
+    >>> m, se = mean_stderr([[1.0, 2.0, 3.0], [4.0, float("nan"), 4.0]])
+    >>> m.tolist(), [round(v, 4) for v in se.tolist()]
+    ([2.0, 4.0], [0.5774, 0.0])
+    >>> mean_stderr([1.0])[1].item()
+    nan
+    """
+    x = np.moveaxis(np.asarray(x, dtype=float), axis, -1)
+    ok = np.isfinite(x)
+    k = ok.sum(-1)
+    mean = np.where(k > 0, np.where(ok, x, 0.0).sum(-1) / np.maximum(k, 1), np.nan)
+    var = np.where(ok, (x - mean[..., None]) ** 2, 0.0).sum(-1) / np.maximum(k - 1, 1)
+    return mean, np.where(k > 1, np.sqrt(var / np.maximum(k, 1)), np.nan)

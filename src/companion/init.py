@@ -8,12 +8,13 @@ a CPU generator with ``device="cuda"`` draws on the CPU and returns CUDA tensors
 from __future__ import annotations
 
 import math
+from typing import Any, Sequence
 
 import torch
 
 from ._validate import check_data_device, check_positive, check_real
 
-__all__ = [
+__all__ = ["diagonal", 
     "uniform_sphere",
     "cone",
     "cube",
@@ -270,3 +271,14 @@ def angle_grid(M: int, *, dtype=torch.float64, device=None) -> torch.Tensor:
     M = int(M)
     dtype = _dtype(dtype)
     return (torch.arange(M, dtype=dtype, device=device) + 0.5) * (2 * math.pi / M)
+
+
+def diagonal(values: Sequence[float], *, dtype: torch.dtype = torch.float64, device: Any = "cpu") -> torch.Tensor:
+    """The diagonal matrix of ``values`` (d,) -> (d, d), float64 on ``device`` by default.
+
+    Examples
+    --------
+    >>> diagonal([1.0, -0.5]).tolist()
+    [[1.0, 0.0], [0.0, -0.5]]
+    """
+    return torch.diag(torch.tensor([float(v) for v in values], dtype=dtype, device=device))

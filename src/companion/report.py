@@ -2,27 +2,11 @@
 from __future__ import annotations
 
 import math
-import os
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-__all__ = ["fmt", "show", "below", "current_profile", "PROFILES"]
+import numpy as np
 
-PROFILES = ("fast", "full")
-
-
-def current_profile() -> str:
-    """The profile the book runs in: ``$COMPANION_PROFILE`` (``fast`` or ``full``), default ``fast``.
-
-    Examples
-    --------
-    >>> current_profile() in PROFILES
-    True
-    """
-    p = os.environ.get("COMPANION_PROFILE", "fast")
-    if p not in PROFILES:
-        raise ValueError(f"COMPANION_PROFILE must be one of {PROFILES}, got {p!r}")
-    return p
-
+__all__ = ["fmt", "show", "below", "wilson"]
 
 def fmt(x: Any, sig: int = 3) -> str:
     """Format a number to ``sig`` significant figures (``-0`` printed as ``0``).
@@ -74,3 +58,21 @@ def below(x: float, floor: float = 1e-10, sig: int = 3) -> str:
     ('< 1e-10', '2.5e-06', '< 1e-12')
     """
     return f"< {floor:g}" if x < floor else fmt(x, sig)
+
+
+def wilson(counts: int | Sequence[int], n: int, unit: str = "trials") -> str:
+    """95 % Wilson intervals (:func:`companion.fits.fraction_interval`) of ``counts`` successes out of
+    ``n``, as the one string a ledger row's uncertainty holds.
+
+    Examples
+    --------
+    >>> wilson(62, 64, "runs")
+    '95% Wilson [0.893, 0.991] (64 runs)'
+    >>> wilson([0, 8], 16)
+    '95% Wilson [0, 0.194], [0.28, 0.72] (16 trials)'
+    """
+    from .fits import fraction_interval
+
+    ks = [counts] if isinstance(counts, (int, np.integer)) else list(counts)
+    cis = [fraction_interval(int(k), int(n)) for k in ks]
+    return "95% Wilson " + ", ".join(f"[{lo:.3g}, {hi:.3g}]" for lo, hi in cis) + f" ({n} {unit})"

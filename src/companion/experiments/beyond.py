@@ -41,7 +41,7 @@ from ..report import below
 from ..theory import lora_depth as th_depth
 from ..theory import metastable as th_meta
 from ..theory import spectral as th_spec
-from . import PaperScale, claims_for, experiment
+from ..registry import PaperScale, claims_for, experiment
 
 __all__ = [
     "aniso_level", "aniso_adapters", "AnisoConfig", "aniso_claims", "plot_aniso",

@@ -22,7 +22,7 @@ from ..metrics import cluster_count, modal_masses, rho_min
 from ..models import Sphere
 from ..report import below
 from ..theory.consensus import consensus_modal_masses, consensus_solution
-from . import PaperScale, claims_for, experiment
+from ..registry import PaperScale, claims_for, experiment
 
 __all__ = ["ClusteringConfig", "clustering", "plot_clustering", "clustering_claims",
            "ConsensusConfig", "consensus", "plot_consensus", "consensus_claims"]

@@ -25,7 +25,7 @@ import torch
 
 from .. import fits, ledger
 from .._validate import check_positive
-from . import PaperScale, claims_for, experiment, plots
+from ..registry import PaperScale, claims_for, experiment, plots
 
 __all__ = [
     "RandomAdaptersConfig",
@@ -822,7 +822,7 @@ def _at_norm(norm: np.ndarray, value: np.ndarray, at: float) -> float:
 
 def _interval(x: Any) -> tuple[float, float]:
     """Mean over seeds and its 95 % t half-width (0 with one seed: no spread measured)."""
-    from ..llm.training import mean_interval
+    from ..fits import mean_interval
 
     m, h = mean_interval(np.asarray(x, float))
     return float(m), (0.0 if not np.isfinite(h) else float(h))

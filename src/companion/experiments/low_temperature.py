@@ -23,7 +23,7 @@ from .. import fits, init, ledger, metrics, models
 from .._validate import as_tokens, check_matrix, check_on_sphere
 from ..integrate import simulate
 from ..theory import low_temperature as lt
-from . import PaperScale, claims_for, experiment, plots
+from ..registry import PaperScale, claims_for, experiment, plots
 
 __all__ = [
     "FIG3_B",

@@ -31,7 +31,7 @@ from ..models import metastable as sphere_model
 from ..pde import circle_w1, density_moments, noisy_uniform, quantile_tokens, solve_mean_field
 from ..theory.metastable import (cluster_instability_rate, dominant_mode_quantiles, gamma_k, growth_rate, hminus1_mean_square,
                                  k_max, linear_time, neighbour_exponent, predicted_centres)
-from . import PaperScale, claims_for, experiment, sweep_point
+from ..registry import PaperScale, claims_for, experiment, sweep_point
 
 __all__ = [
     "LinearRatesConfig", "linear_rates", "plot_linear_rates", "linear_rates_claims", "kmax_resolution",
@@ -998,6 +998,11 @@ def plot_pde(result: dict[str, Any], axes=None):
     return axes
 
 
+
+def _pde_step(beta: float) -> float:
+    """The PDE's accuracy cap on its step: a twentieth of the fastest linear growth time 1/gamma_kmax."""
+    return 0.05 / float(gamma_k(k_max(beta), beta, "usa"))
+
 @experiment("metastable-pde", chapter="metastable", plot=plot_pde,
             profiles={"fast": PdeConfig(), "full": PdeConfig(M=8192, ns=(10_000, 100_000, 1_000_000))},
             paper=PaperScale({"M": 9999, "beta": 5.0, "t1": 0.5, "noise": 0.01},
@@ -1016,7 +1021,7 @@ def mean_field_pde(cfg: PdeConfig, generator: torch.Generator, device: str) -> d
     u0 = noisy_uniform(cfg.M, cfg.noise, generator=generator).to(device)
     ts = np.linspace(0, cfg.t1, cfg.samples)
     with _threads(cfg.threads):
-        tsp, us, st = solve_mean_field(u0, cfg.beta, cfg.t1, save_at=ts)
+        tsp, us, st = solve_mean_field(u0, cfg.beta, cfg.t1, save_at=ts, dt_max=_pde_step(cfg.beta))
         w1 = []
         for n in cfg.ns:
             sol = simulate(Circle(cfg.beta, "usa"), quantile_tokens(u0, n), cfg.t1, method="rk4", dt=cfg.dt, save_at=ts)
@@ -1024,7 +1029,7 @@ def mean_field_pde(cfg: PdeConfig, generator: torch.Generator, device: str) -> d
             if n == cfg.ns[-1]:
                 final_particles = wrap(sol.xs[-1, 0, :, 0]).cpu().numpy()
     # a coarser grid, to separate the PDE's discretisation error from the particles' error
-    _, us_half, _ = solve_mean_field(u0[0::2] * 0.5 + u0[1::2] * 0.5, cfg.beta, cfg.t1, save_at=ts)
+    _, us_half, _ = solve_mean_field(u0[0::2] * 0.5 + u0[1::2] * 0.5, cfg.beta, cfg.t1, save_at=ts, dt_max=_pde_step(cfg.beta))
     w1_grid = [circle_w1(quantile_tokens(us_half[i], 200_000), us[i]) for i in range(len(ts))]
     k = k_max(cfg.beta)
     m = density_moments(us[-1], 2 * k).abs().cpu().numpy()

@@ -30,7 +30,7 @@ from ..metrics import cluster_centres
 from ..models import ScaleCappedRescaled
 from ..report import fmt
 from ..theory import lora_depth as th
-from . import PaperScale, claims_for, experiment, plots, sweep_point
+from ..registry import PaperScale, claims_for, experiment, plots, sweep_point
 
 __all__ = [
     "NormConfig", "norm_transition", "norm_point", "norm_assemble", "norm_grid", "norm_claims", "plot_norm_transition",

@@ -26,7 +26,7 @@ from ..integrate import simulate
 from ..report import below
 from ..theory import consensus as th_consensus
 from ..theory import spectral as th
-from . import PaperScale, claims_for, experiment, plots
+from ..registry import PaperScale, claims_for, experiment, plots
 
 __all__ = [
     "ModalModel",

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import PaperScale, claims_for, experiment, plots
+from ..registry import PaperScale, claims_for, experiment, plots
 from .. import fits, init, ledger, metrics
 from ..attention import attend
 from ..integrate import simulate

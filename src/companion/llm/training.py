@@ -20,7 +20,7 @@ parts of one rank over seeds.
 (``llm-training-indomain`` trains on the first 80 % of *Hamlet* and scores on the rest).
 
 Statistics across runs: :func:`pearson_interval` (Fisher z interval of a correlation) and
-:func:`mean_interval` (Student t interval of a mean over seeds).
+:func:`companion.fits.mean_interval` (Student t interval of a mean over seeds).
 """
 from __future__ import annotations
 
@@ -47,14 +47,12 @@ __all__ = [
     "run_parts",
     "stack_seeds",
     "pearson_interval",
-    "mean_interval",
 ]
 
 # The per-layer quantities of Prop. 3.3 that :func:`prop33_layers` returns, in order.
 PROP33_FIELDS = ("gap", "a", "b_norm", "E_norm", "margin", "bound", "u1_shift")
 
 # Student t quantiles (two-sided 95 %) for 1..10 degrees of freedom, then the normal 1.96.
-_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
 
 
 @torch.no_grad()
@@ -480,23 +478,3 @@ def pearson_interval(x: Any, y: Any, level: float = 0.95) -> tuple[float, float,
     r = float(np.corrcoef(x, y)[0, 1])
     z, half = math.atanh(max(min(r, 1 - 1e-15), -1 + 1e-15)), float(norm.ppf(0.5 + level / 2)) / math.sqrt(x.size - 3)
     return r, math.tanh(z - half), math.tanh(z + half)
-
-
-def mean_interval(x: Any, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Mean over ``axis`` and the half-width of its two-sided 95 % Student t interval.
-
-    With one sample the half-width is nan (no spread to measure).
-
-    Examples
-    --------
-    >>> m, h = mean_interval([1.0, 2.0, 3.0])
-    >>> float(m), round(float(h), 3)   # t(2) = 4.303, sd / sqrt(3) = 0.577
-    (2.0, 2.484)
-    """
-    x = np.asarray(x, float)
-    n = x.shape[axis]
-    m = x.mean(axis=axis)
-    if n < 2:
-        return m, np.full_like(m, np.nan)
-    t = _T95[n - 2] if n - 1 <= len(_T95) else 1.96
-    return m, t * x.std(axis=axis, ddof=1) / math.sqrt(n)

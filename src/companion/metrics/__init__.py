@@ -8,8 +8,8 @@ import math
 import numpy as np
 import torch
 
-from ._validate import as_state, check_beta, check_count, check_matrix, check_on_sphere, check_positive, check_real, check_real_tensor
-from .attention import DEFAULT_BLOCK_ELEMENTS
+from .._validate import as_state, check_beta, check_count, check_matrix, check_on_sphere, check_positive, check_real, check_real_tensor
+from ..attention import DEFAULT_BLOCK_ELEMENTS
 
 __all__ = [
     "wasserstein",

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from companion import ledger
+from companion.inventory import coverage, load_inventory, result_refs, unlisted
 
 
 @pytest.mark.parametrize("where, refs", [
@@ -36,13 +37,13 @@ from companion import ledger
     ("Prop. 3.10", ["Prop. 3.10"]),
 ])
 def test_spellings(where, refs):
-    assert ledger.result_refs(where) == refs
+    assert result_refs(where) == refs
 
 
 @pytest.mark.parametrize("where", ["eq. (20)", "Sec. 4.1, eq. (4.4)", "reviews; Thm on the linear phase",
                                    "linearisation (NOTES D)", "", "a remark on figures"])
 def test_sections_equations_and_words_name_nothing(where):
-    assert ledger.result_refs(where) == []
+    assert result_refs(where) == []
 
 
 @pytest.mark.parametrize("where, refs", [
@@ -54,11 +55,11 @@ def test_sections_equations_and_words_name_nothing(where):
     ("Thm. 4.2-5.1", ["Thm. 4.2", "Thm. 5.1"]),  # not one range of numbers: its two ends
 ])
 def test_ranges(where, refs):
-    assert ledger.result_refs(where) == refs
+    assert result_refs(where) == refs
 
 
 def _left(rows, inventory):
-    return {p: [e["ref"] for e in entries] for p, entries in ledger.coverage(rows, inventory).items()}
+    return {p: [e["ref"] for e in entries] for p, entries in coverage(rows, inventory).items()}
 
 
 def test_range_covers_inner_figure_and_prefix_does_not_cover():
@@ -86,18 +87,18 @@ def test_appendix_covers_its_subsections_not_the_reverse():
 def test_unlisted_names_the_misses():
     inv = {"B": [{"ref": "Thm. 1"}, {"ref": "App. C.2"}]}
     rows = [{"paper": "B", "where": "Thm. 1, Prop. 6, App. C"}, {"paper": "A", "where": "Fig. 8"}]
-    assert ledger.unlisted(rows, inv) == {"A": ["Fig. 8"], "B": ["Prop. 6"], "C": [], "D": []}
+    assert unlisted(rows, inv) == {"A": ["Fig. 8"], "B": ["Prop. 6"], "C": [], "D": []}
 
 
 def test_bad_input():
     with pytest.raises(TypeError, match="where"):
-        ledger.result_refs(None)
+        result_refs(None)
     with pytest.raises(TypeError, match="inventory"):
-        ledger.coverage([], [])
+        coverage([], [])
     with pytest.raises(ValueError, match="paper"):
-        ledger.coverage([{"id": "X", "paper": "E", "where": "Fig. 1"}], {})
+        coverage([{"id": "X", "paper": "E", "where": "Fig. 1"}], {})
     with pytest.raises(TypeError, match="rows"):
-        ledger.unlisted(["Fig. 1"], {})
+        unlisted(["Fig. 1"], {})
 
 
 def _entry(ref):
@@ -115,7 +116,7 @@ def test_load_inventory_rejects_bad_files(tmp_path, data, match):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "paper_results.json").write_text(json.dumps(data))
     with pytest.raises(ValueError, match=match):
-        ledger.load_inventory(tmp_path)
+        load_inventory(tmp_path)
 
 
 def test_inventory_file_is_valid():
@@ -128,11 +129,11 @@ def test_inventory_file_is_valid():
             assert all(isinstance(v, str) and v.strip() for v in e.values()), (paper, e)
         refs = [e["ref"] for e in entries]
         assert len(refs) == len(set(refs)), f"paper {paper}: duplicate refs {sorted({r for r in refs if refs.count(r) > 1})}"
-    assert ledger.load_inventory() == raw
+    assert load_inventory() == raw
 
 
 def test_every_result_a_row_names_is_in_the_inventory():
-    inv = ledger.load_inventory()
+    inv = load_inventory()
     misses = [f"{r['id']} ({r['paper']}, {r['where']!r}): {m}" for r in ledger.load()
-              for m in [ledger.unlisted([r], inv)[r["paper"]]] if m]
+              for m in [unlisted([r], inv)[r["paper"]]] if m]
     assert not misses, "ledger rows name results missing from data/paper_results.json:\n" + "\n".join(misses)

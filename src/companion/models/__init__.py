@@ -38,9 +38,9 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 import torch
 
-from ._validate import (STATE_DTYPES, as_state, as_tokens, check_beta, check_count, check_generator, check_matrix, check_on_sphere,
+from .._validate import (STATE_DTYPES, as_state, as_tokens, check_beta, check_count, check_generator, check_matrix, check_on_sphere,
                         check_positive, check_real, check_real_tensor, check_trials)
-from .attention import BACKENDS, NORMALIZATIONS, attend, attention_field, field_unchecked, tangent_project
+from ..attention import BACKENDS, NORMALIZATIONS, attend, attention_field, field_unchecked, tangent_project
 
 __all__ = [
     "Model",

@@ -1,0 +1,115 @@
+"""Carrying stored results between machines: packed into a few small files, verified when unpacked."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Sequence
+
+from .provenance import atomic_write_bytes, load_result
+from .store import results_dir
+
+__all__ = ["pack_results", "store_packed"]
+
+
+def pack_results(folder: Path | str, dest: Path | str, *, max_files: int = 8, max_bytes: int = 16 * 2**20) -> list[Path]:
+    """Pack every verified result under ``folder`` (``<name>/<profile>.*``) into at most ``max_files``
+    gzipped tar files of at most ``max_bytes`` each, written to ``dest``.
+
+    For bringing results back from a remote machine that returns a few small files. A result that does
+    not verify is left out; one that alone exceeds ``max_bytes`` compressed raises ValueError.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from companion.runner import run_experiment
+    >>> out = Path(tempfile.mkdtemp())
+    >>> _ = run_experiment("intro-consensus", "fast", out=out / "results", params={"n": 4, "t1": 1.0})
+    >>> packs = pack_results(out / "results", out / "packed")
+    >>> [p.name for p in packs]
+    ['results-1.tar.gz']
+    >>> stored = store_packed(packs, Path(tempfile.mkdtemp()))
+    >>> [p.relative_to(p.parents[1]).as_posix() for p in stored]
+    ['intro-consensus/fast.npz']
+    """
+    import gzip
+    import tarfile
+
+    folder, dest = Path(folder), Path(dest)
+    units = []
+    for meta in sorted(folder.glob("*/*.json")):
+        npz = meta.with_suffix(".npz")
+        try:
+            _, info = load_result(npz)
+        except (OSError, ValueError):
+            continue
+        files = [meta, npz] + [meta.parent / f for f in (info.get("figures") or [])]
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for f in files:
+                tar.add(f, arcname=f.relative_to(folder).as_posix())
+        size = len(gzip.compress(buf.getvalue(), compresslevel=9))
+        if size > max_bytes:
+            raise ValueError(f"{npz}: {size / 2**20:.1f} MB compressed, more than max_bytes = {max_bytes / 2**20:.1f} MB")
+        units.append((size, files))
+    bins: list[list] = []  # first fit, largest first
+    for size, files in sorted(units, key=lambda u: -u[0]):
+        for b in bins:
+            if b[0] + size <= max_bytes:
+                b[0] += size
+                b[1].extend(files)
+                break
+        else:
+            bins.append([size, list(files)])
+    if len(bins) > max_files:
+        raise ValueError(f"{len(units)} results need {len(bins)} files of at most {max_bytes / 2**20:.0f} MB; max_files = {max_files}")
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    for i, (_, files) in enumerate(bins, 1):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            for f in files:
+                tar.add(f, arcname=f.relative_to(folder).as_posix())
+        written.append(atomic_write_bytes(dest / f"results-{i}.tar.gz", buf.getvalue()))
+    return written
+
+
+
+def store_packed(packs: Sequence[Path | str], root: Path | str | None = None) -> list[Path]:
+    """Unpack files made by :func:`pack_results` into ``root`` (default ``data/results``), verifying
+    each result before it replaces anything; returns the .npz paths stored (a round trip: :func:`pack_results`).
+
+    Examples
+    --------
+    A pack whose result was altered after packing is refused, naming the file:
+
+    >>> from companion.runner import run_experiment
+    >>> import tarfile, tempfile
+    >>> tmp = Path(tempfile.mkdtemp())
+    >>> _ = run_experiment("intro-consensus", "fast", out=tmp / "r", params={"n": 4, "t1": 0.5}, figure=False)
+    >>> _ = (tmp / "r" / "intro-consensus" / "fast.npz").write_bytes(b"altered")
+    >>> with tarfile.open(tmp / "bad.tar.gz", "w:gz") as tar:
+    ...     tar.add(tmp / "r" / "intro-consensus", arcname="intro-consensus")
+    >>> store_packed([tmp / "bad.tar.gz"], tmp / "stored")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    companion.provenance.ResultError: ...fast.npz...
+    >>> (tmp / "stored").exists()
+    False
+    """
+    import tarfile
+    import tempfile
+
+    root = Path(root) if root is not None else results_dir()
+    stored = []
+    for pack in packs:
+        with tempfile.TemporaryDirectory() as tmp, tarfile.open(pack, mode="r:gz") as tar:
+            tar.extractall(tmp, filter="data")  # no absolute paths, links or devices
+            for meta in sorted(Path(tmp).glob("*/*.json")):
+                npz = meta.with_suffix(".npz")
+                _, info = load_result(npz)  # raises, naming the file, if it does not verify
+                target = root / meta.parent.name
+                for f in [npz] + [meta.parent / n for n in (info.get("figures") or [])] + [meta]:  # JSON last
+                    atomic_write_bytes(target / f.name, f.read_bytes())
+                stored.append(target / npz.name)
+    return stored
+
