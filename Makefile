@@ -4,6 +4,8 @@
 #   make test   the whole suite: pytest + doctests, nbval over every chapter, the rendered book in
 #               headless Chromium
 #
+#   make test-quick   the inner loop: pytest + doctests without the tests marked slow (under 5 minutes)
+#
 # Other targets: book CHAPTERS="a b" (a subset), refresh [CHAPTER=slug], venv, llm-assets, mathjax, chromium, toc, clean, help.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -35,7 +37,7 @@ export PYTHONHASHSEED := 0
 export MALLOC_MMAP_THRESHOLD_ := 1073741824
 export MALLOC_TRIM_THRESHOLD_ := 1073741824
 
-.PHONY: help venv llm-assets mathjax chromium toc book book-ref refresh test test-unit test-nbval test-render clean print-%
+.PHONY: help venv llm-assets mathjax chromium toc book book-ref refresh test test-quick test-unit test-nbval test-render clean print-%
 
 help:
 	@sed -n '/^[^#]/q; s/^# \{0,1\}//p' Makefile
@@ -119,6 +121,11 @@ test: $(STAMP) llm-assets mathjax chromium toc
 
 test-unit: $(STAMP)
 	$(PY) -m pytest tests src -m "not chromium" -p no:cacheprovider
+
+# Everything of test-unit but the tests marked slow (a whole experiment profile, the real SmolLM2
+# model, more than ~20 s each): the developer's inner loop. `make test` still runs them all.
+test-quick: $(STAMP)
+	$(PY) -m pytest tests src -m "not chromium and not slow" -p no:cacheprovider
 
 # Text outputs strictly; figures as images (book/chapters/conftest.py loads book/_scripts/nbval_figures.py):
 # a figure that differs fails its cell and leaves expected/actual/diff PNGs in book/_build/figure-diffs.

@@ -57,7 +57,6 @@ __all__ = [
     "tangent_basis",
     "tangent_jacobian",
     "from_qkv",
-    "lora_post_layernorm",
     "low_temperature",
     "spectral",
     "metastable",
@@ -743,21 +742,6 @@ def from_qkv(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, beta: float = 1.
         raise ValueError(f"geometry must be one of {tuple(classes)}, got {geometry!r}")
     Q, K = torch.as_tensor(Q), torch.as_tensor(K)
     return classes[geometry](A=K.transpose(-1, -2) @ Q, V=torch.as_tensor(V), beta=beta, **kw)
-
-
-def lora_post_layernorm(A: torch.Tensor, V: torch.Tensor, beta: float = 1.0) -> Sphere:
-    r"""Paper A eq. (8) with ``A = K^T Q`` and value ``V``.
-
-    .. math::
-
-        \dot x_i = \mathbf P_{x_i} \sum_{j=1}^n \frac{e^{\beta\langle A x_i, x_j\rangle}}{\sum_k e^{\beta\langle A x_i, x_k\rangle}}\, V x_j .
-
-    Examples
-    --------
-    >>> lora_post_layernorm(torch.eye(2), torch.eye(2)).on_sphere
-    True
-    """
-    return Sphere(A=torch.as_tensor(A), V=torch.as_tensor(V), beta=beta)
 
 
 def low_temperature(B: torch.Tensor, V: torch.Tensor, beta: float) -> Sphere:
