@@ -62,3 +62,17 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> Path:
+    """The bundled SmolLM2-135M folder, with the LLM corpora prepared (``make llm-assets``), or skip."""
+    from companion.llm import assets
+
+    try:
+        path = assets.smollm2_path(prepare=False)
+        for name in assets.CORPORA:
+            assets.corpus_text(name, "heldout", prepare=False)
+    except FileNotFoundError as e:
+        pytest.skip(f"LLM assets not prepared: {e}")
+    return path

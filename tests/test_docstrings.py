@@ -26,15 +26,6 @@ import companion
 _SECTION = re.compile(r"^Examples\n-{3,}\n(.*?)(?=^[^\s>.][^\n]*\n-{3,}\n|\Z)", re.M | re.S)
 
 BACKLOG: dict[str, set[str]] = {
-    "companion.experiments.llm_probes": {
-        "llm_random_adapters", "llm_training", "llm_spectra", "llm_layer_repetition", "plot_llm_random_adapters",
-        "plot_llm_layer_repetition"},
-    "companion.experiments.metastable": {
-        "linear_rates", "lnN_law", "official_runs", "long_run", "mean_field_pde", "sphere_rates", "plot_linear_rates",
-        "plot_lnN_law", "plot_official_run", "plot_long_run", "plot_pde", "plot_sphere_rates"},
-    "companion.experiments.stability": {
-        "Prop31Config", "Prop33Config", "plot_prop31_wasserstein", "plot_prop33_families", "plot_prop33_map",
-        "plot_remark34_ranks", "plot_mitigation"},
     "companion.llm.assets": {"cache_dir", "find_gguf", "smollm2_path", "minilm_path", "prepare_corpus", "corpus_text", "main"},
     "companion.llm.probes": {
         "load_encoder", "token_blocks", "perplexity_and_hidden_states", "add_lora", "lora_layers",

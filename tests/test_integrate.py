@@ -299,7 +299,7 @@ class _Decay:
 
 def test_every_model_class_follows_the_protocol():
     from companion.circle import Circle
-    from companion.experiments.spectral_selection import ModalModel
+    from companion.models import ModalModel
 
     I2 = torch.eye(2, dtype=F64)
     every = [models.Euclidean(), models.Rescaled(), models.Sphere(), models.ZeroTemperature(B=I2, V=I2),

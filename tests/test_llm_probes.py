@@ -1,12 +1,11 @@
-"""LLM probes on tiny random models built here (Llama, Qwen3, GPT-2, GPT-NeoX, BERT: seconds, CPU, no files
-from the hub), and the chapter's claims functions on small runs of the bundled SmolLM2 (skipped without
-`make llm-assets`): each gives the chapter's verdict and changes it on a wrong input."""
+"""LLM probes (companion.llm.probes, companion.llm.assets) on tiny random models built here (Llama, Qwen3, GPT-2,
+GPT-NeoX, BERT: seconds, CPU, no files from the hub). The chapter's experiments are tested in
+tests/experiments/test_llm_probes.py."""
 from __future__ import annotations
 
 import json
 import math
 
-import numpy as np
 import pytest
 import torch
 
@@ -210,95 +209,6 @@ def test_qk_singular_values_match_dense():
     dense = torch.linalg.svdvals(A)[..., :8]
     assert torch.allclose(s_head, dense, rtol=1e-8, atol=1e-12)
     assert torch.allclose(s_layer, torch.linalg.svdvals(A.sum(1)), rtol=1e-8, atol=1e-12)
-
-
-# ---------------------------------------------------------------- the chapter's claims (companion.experiments.llm_probes)
-
-from companion.experiments import judge  # noqa: E402
-from companion.experiments import llm_probes as lp  # noqa: E402
-
-
-# The verdicts the chapter records (book/chapters/llm_probes.ipynb, fast profile).
-FIG2_VERDICTS = ["partly", "partly"]  # width 3.55 +- 2.5 vs 2.42 (cubic); spread 1.24 +- 0.045 vs 1.25
-
-
-def statuses(result) -> dict[str, str]:
-    return {c.id: c.status for c in judge(result)}
-
-
-@pytest.fixture(scope="module")
-def bundled():
-    """The bundled SmolLM2 and corpora (``make llm-assets``), or skip."""
-    try:
-        assets.smollm2_path(prepare=False)
-        for name in assets.CORPORA:
-            assets.corpus_text(name, "heldout", prepare=False)
-    except FileNotFoundError as e:
-        pytest.skip(f"LLM assets not prepared: {e}")
-
-
-# The llm-spectra claims are tested in tests/test_llm_spectra.py.
-
-
-@pytest.fixture(scope="module")
-def adapters(bundled):
-    # The chapter's own run (fewer tokens make the +5 % crossing noise: 64 tokens move ppl/base by 5 % at norm 2).
-    return lp.llm_random_adapters()
-
-
-def test_random_adapter_claims(adapters):
-    ids = ["A-fig2-norm-transition-smollm2", "A-fig2-rank-independence-smollm2"]
-    assert [statuses(adapters)[i] for i in ids] == FIG2_VERDICTS
-    norms, ppl0 = adapters["norms"], adapters["ppl0"]
-    c = adapters["curves"]["v_proj"]
-
-    def judged(ppl):
-        return [statuses(dict(adapters, curves={"v_proj": dict(c, ppl=ppl)}))[i] for i in ids]
-
-    # A clean transition: exactly flat, then ln ratio ~ (norm / 8)^8, the same for every rank: both rows pass.
-    sharp = ppl0 * np.exp(0.05 * np.vstack([(norms / 8) ** 8] * 3) * (norms > 6))
-    assert judged(sharp) == ["reproduced", "reproduced"]
-    # The measured curves flattened (ln ratio / 10): the loss never doubles on the grid, no transition.
-    assert judged(ppl0 * (c["ppl"] / ppl0) ** 0.1)[0] == "not-reproduced"
-    # Rank 64 reaching rank 1's loss at a 1.5 times smaller norm: the ranks differ.
-    apart = np.vstack([c["ppl"][0], c["ppl"][0], np.exp(np.interp(np.log(norms * 1.5), np.log(norms), np.log(c["ppl"][0])))])
-    assert judged(apart)[1] == "not-reproduced"
-
-
-def test_random_adapter_claims_need_a_bracketed_transition(bundled):
-    # Norms that never reach the transition: no doubling norm, both rows fail.
-    small = lp.llm_random_adapters(eval_blocks=1, block_len=64, ranks=(1, 64), norms=(0.5, 1.0))
-    assert [statuses(small)[i] for i in ("A-fig2-norm-transition-smollm2", "A-fig2-rank-independence-smollm2")] == [
-        "not-reproduced", "not-reproduced"]
-
-
-def test_training_claims_need_a_run_that_learned(bundled):
-    res = lp.llm_training(eval_blocks=1, block_len=32, train_blocks=8, train_block_len=32, ranks=(8,), seeds=(0,), steps=2,
-                          checkpoints=(0, 1, 2), batch_size=1)
-    s = statuses(res)
-    assert set(s.values()) == {"not-checkable"}  # two steps teach nothing: no verdict
-    st = lp.training_summary(res)
-    # peft's random A (step 0) sits on the random-subspace law of Align: mean 1 within 3 standard errors.
-    assert abs(st["align_start"][8] - 1) < 3 * st["align_start_se"][8]
-    run = res["runs"][8]
-    assert run["b_tau"][0, 0] == res["layers"] + 1  # step 0: no drift, no layer above tau
-    learned = dict(res, runs={8: dict(run, ppl_new=run["ppl_new"] * np.array([1.0, 0.8, 0.5]))})
-    assert set(statuses(learned).values()) == {"not-checkable"}  # one seed: no spread, no verdict
-    twice = {k: (np.concatenate([v, v]) if k != "step" and np.ndim(v) >= 2 and np.shape(v)[0] == 1 else v)
-             for k, v in learned["runs"][8].items()}  # the same run as two seeds
-    s = statuses(dict(learned, runs={8: twice}))
-    assert s["A-drift-forgetting-correlation-smollm2"] == "not-checkable"  # two runs: no correlation
-    judged = ["A-fig3-forgetting-vs-norm-smollm2", "A-align-random-baseline", "A-fig4-alignment-above-one-smollm2",
-              "A-fig6-bifurcation-depth-smollm2"]
-    assert all(s[k] != "not-checkable" for k in judged)
-
-
-def test_layer_repetition_claims(bundled):
-    res = lp.llm_layer_repetition(blocks=1, block_len=32)
-    assert statuses(res) == {"A-E5-token-cosine-rises-smollm2": "partly"}
-    assert statuses(dict(res, natural=res["natural"][::-1].copy()))["A-E5-token-cosine-rises-smollm2"] == "not-reproduced"
-    once = lp.llm_layer_repetition(blocks=1, block_len=32, times=1)  # no second pass: nothing rises after depth L
-    assert statuses(once) == {"A-E5-token-cosine-rises-smollm2": "not-reproduced"}
 
 
 # ---------------------------------------------------------------- attention layouts beyond Llama (tiny random models)

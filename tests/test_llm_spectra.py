@@ -1,6 +1,6 @@
 """Spectra of attention weights (companion.llm.spectra) on tiny RANDOM models of every supported layout,
-checked against what the real modules compute (forward hooks, no weights read by hand), and the llm-spectra
-claims: each verdict changes when its measurement crosses its threshold or comes from a wrong model.
+checked against what the real modules compute (forward hooks, no weights read by hand). The llm-spectra
+experiment and its claims are tested in tests/experiments/test_llm_probes.py.
 
 Layouts: Llama with grouped key/value heads, Qwen3 (per-head q_norm / k_norm), GPT-2 (fused c_attn,
 Conv1D), GPT-NeoX (fused query_key_value, rotary on part of each head), BERT and ALBERT (the paper's
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 import torch
 
@@ -330,93 +329,3 @@ def test_adapters_and_bad_configs_are_refused():
         mlp.config = m.config
         m.config.num_key_value_heads = 2
         S.value_head_matrices(mlp)
-
-
-# ---------------------------------------------------------------- the llm-spectra claims (companion.experiments.llm_probes)
-
-from companion.experiments import judge  # noqa: E402
-from companion.experiments import llm_probes as lp  # noqa: E402
-from companion.llm import assets  # noqa: E402
-
-# The verdicts the chapter records (book/chapters/llm_probes.ipynb, fast profile).
-SPECTRA_VERDICTS = {
-    "A-fig7-value-eigengap": "partly",  # gaps in 0.4 (SmolLM2) and 0.306 (MiniLM) of the heads: above Gaussian, not most
-    "A-E4-value-assumption-rare": "reproduced",  # no head with a real nonnegative spectrum
-    "A-E4-qk-rank-first-layer-low": "reproduced",  # resolved rank 0.151 of the cap against 0.768 in layers >= 3
-    "A-E4-albert-llama2-spectra": "not-checkable",
-}
-
-
-def statuses(result) -> dict[str, str]:
-    return {c.id: c.status for c in judge(result)}
-
-
-def test_spectra_claims_fail_on_random_models(tmp_path):
-    """Untrained (Gaussian) weights: no more eigengaps than Gaussian heads, no low first layer."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=D, intermediate_size=64, num_hidden_layers=6,
-                                 num_attention_heads=4, num_key_value_heads=2)).save_pretrained(tmp_path / "llama")
-    _bert().save_pretrained(tmp_path / "bert")
-    res = lp.llm_spectra(model_path=str(tmp_path / "llama"), encoder_path=str(tmp_path / "bert"), null_samples=400,
-                         noise_draws=1)
-    assert res["experiment"] == "llm-spectra" and res["profile"] == "custom"
-    dec = res["decoder"]
-    assert dec["rank_resolved"].shape == (6,) and dec["cap_layer"] == 16 and (dec["noise_floor"] == 0).all()
-    s = statuses(res)
-    assert s["A-E4-qk-rank-first-layer-low"] == "not-reproduced"
-    assert s["A-fig7-value-eigengap"] == "not-reproduced"
-    assert s["A-E4-albert-llama2-spectra"] == "not-checkable"
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    lp.plot_llm_spectra(res)
-    lp.plot_llm_eigengaps(res)
-    lp.plot_llm_qk_ranks(res)
-    plt.close("all")
-
-
-@pytest.fixture(scope="module")
-def smollm2_spectra():
-    try:
-        assets.smollm2_path(prepare=False)
-    except FileNotFoundError as e:
-        pytest.skip(f"LLM assets not prepared: {e}")
-    return lp.llm_spectra()
-
-
-def test_spectra_claims_on_smollm2(smollm2_spectra):
-    res = smollm2_spectra
-    assert statuses(res) == SPECTRA_VERDICTS
-    dec, enc = res["decoder"], res["encoder"]
-    assert (dec["cap_head"], dec["cap_layer"]) == (64, 192)  # 3 key/value heads of 64 in d = 576
-    assert int(dec["rank_layer"].max()) == 192  # the plain rank reaches the cap and never exceeds it
-    assert (dec["noise_floor"] > 0).all() and (enc["noise_floor"] == 0).all()  # 4-bit decoder, float32 encoder
-
-    def with_dec(**kw):
-        return dict(res, decoder=dict(dec, **kw))
-
-    # Assumption 3.2 met by many heads: the E.4.3 row fails.
-    assert statuses(with_dec(frac_heads_psd_like=2 * lp.FEW_HEADS))["A-E4-value-assumption-rare"] == "not-reproduced"
-    # Eigengaps: a decoder with none (every leading eigenvalue complex) fails; most heads with one in both models passes.
-    assert statuses(with_dec(gap=np.full_like(dec["gap"], -0.5)))["A-fig7-value-eigengap"] == "not-reproduced"
-    most = {k: dict(res[k], gap=np.where(np.arange(res[k]["gap"].size).reshape(res[k]["gap"].shape) % 5 < 4, 0.3, -0.5),
-                    gap_resampled=np.zeros((0,) + res[k]["gap"].shape)) for k in ("decoder", "encoder")}
-    assert statuses(dict(res, **most))["A-fig7-value-eigengap"] == "reproduced"
-    # Ranks: a first layer as full as the median later layer fails; lower only at the central threshold is partly.
-    band, resolved = dec["rank_resolved_band"].copy(), dec["rank_resolved"].copy()
-    later = np.median(resolved[2:])
-    band[0, 0] = int(np.median(band[0, 2:]))  # not lower once the threshold is lowered
-    assert statuses(with_dec(rank_resolved_band=band))["A-E4-qk-rank-first-layer-low"] == "partly"
-    resolved[0] = int(later)
-    assert statuses(with_dec(rank_resolved=resolved))["A-E4-qk-rank-first-layer-low"] == "not-reproduced"
-
-
-def test_spectra_config_is_checked():
-    with pytest.raises(ValueError, match="rank_rtol must be > 0"):
-        lp.llm_spectra(rank_rtol=0.0, model_path="/no/such/model")
-    with pytest.raises(ValueError, match="model folder '/no/such/model' does not exist"):
-        lp.llm_spectra(model_path="/no/such/model")

@@ -33,7 +33,7 @@ settings.register_profile("ci", max_examples=25, deadline=10_000, derandomize=Tr
 settings.register_profile("long", max_examples=400, deadline=30_000, **COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-PACKAGE = Path(models.__file__).resolve().parent
+PACKAGE = Path(init.__file__).resolve().parent  # src/companion (models and metrics are packages inside it)
 WATCHDOG_S = int(os.environ.get("PROPERTY_WATCHDOG_S", 60))  # per example: tiny sizes and few steps take milliseconds; only a hang gets here
 DTYPES = (torch.float64, torch.float32, torch.float16)
 

@@ -161,3 +161,63 @@ def test_every_experiment_states_its_paper_scale():
     """Each full profile says what the paper used (the registry checks the values against it)."""
     missing = sorted(n for n, e in registry.registry().items() if e.paper is None)
     assert not missing, f"experiments without a PaperScale: {missing}"
+
+
+# --------------------------------------------------------------------------- one experiment, one file
+EXPERIMENTS = __import__("pathlib").Path(__file__).resolve().parents[1] / "src" / "companion" / "experiments"
+
+
+def test_every_experiment_has_its_own_file_named_after_its_stem():
+    """``<prefix>-<thing>`` lives in ``experiments/<chapter>/<stem>.py``, with ``<stem>``,
+    ``<Stem>Config``, ``<stem>_claims`` and ``plot_<stem>*`` (the registry refuses anything else)."""
+    import inspect
+
+    reg = registry.registry()
+    files = {}
+    for name, exp in reg.items():
+        stem = name[len(CHAPTER_PREFIXES[exp.chapter]) + 1:].replace("-", "_")
+        path = inspect.getsourcefile(exp.body)
+        assert path == str(EXPERIMENTS / exp.chapter / f"{stem}.py"), f"{name}: body defined in {path}"
+        files.setdefault(path, []).append(name)
+        assert exp.config.__name__.endswith("Config") and exp.claims is not None, name
+    assert all(len(v) == 1 for v in files.values()), {k: v for k, v in files.items() if len(v) > 1}
+
+
+def test_experiment_files_are_small_and_hold_no_class_but_configs():
+    import ast
+
+    long, classes = [], []
+    for path in sorted(EXPERIMENTS.rglob("*.py")):
+        text = path.read_text()
+        if text.count("\n") > 500:
+            long.append(f"{path.relative_to(EXPERIMENTS)}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef) and not node.name.endswith("Config"):
+                classes.append(f"{path.relative_to(EXPERIMENTS)}: class {node.name}")
+    assert not long and not classes, long + classes
+
+
+def test_a_drifting_name_is_refused():
+    @dataclasses.dataclass(frozen=True)
+    class WrongConfig:
+        seed: int = 0
+
+    def square(cfg, generator, device):
+        return {}
+
+    square.__module__ = "companion.experiments.introduction.square"
+    with pytest.raises(ValueError, match="its config must be called SquareConfig"):
+        experiment("intro-square", chapter="introduction", profiles={"fast": WrongConfig(), "full": WrongConfig()})(square)
+    assert "intro-square" not in registry.registry()
+
+
+def test_renamed_parameters_and_former_names_load_as_current():
+    """A result stored under a parameter's former name, or the experiment's former name, reads back
+    as the current profile's (the names the registry declares for the move)."""
+    exp = registry.get("metastable-lnN")  # a former name resolves
+    assert exp.name == "metastable-ln-n" and "metastable-lnN" in exp.formerly
+    for name, e in registry.registry().items():
+        for before, now in e.renamed.items():
+            stored = {"config": {**dataclasses.asdict(e.profiles["full"]), before: getattr(e.profiles["full"], now)}}
+            del stored["config"][now]
+            assert e.config_of(stored) == e.profiles["full"], (name, before, now)

@@ -101,6 +101,26 @@ def test_depth_bound_rejects_bad_assumptions():
         th.depth_bound(C3, torch.eye(3), torch.eye(2), torch.eye(2), n=3, delta=0.1, M=3.0)
 
 
+def test_dominance_gap_by_hand():
+    assert th.dominance_gap([1.0, 0.5, -0.75]) == pytest.approx(0.25)
+    assert th.dominance_gap([0.5, 1.0]) == pytest.approx(0.5)  # any order
+    assert th.dominance_gap([2.0, -2.0]) == 0.0
+    assert th.dominance_gap([1.0, 1.0 - 1e-17]) == 0.0  # round-off of a double eigenvalue
+    with pytest.raises(ValueError, match="at least two"):
+        th.dominance_gap([1.0])
+
+
+def test_tube_bound_reads_M_from_the_tube_and_refuses_quietly():
+    Vt = torch.diag(torch.tensor([1.0, 0.9], dtype=torch.float64))
+    b = th.tube_bound(C3, torch.eye(2), torch.eye(2), Vt, n=3, delta=0.1)
+    assert b.M == pytest.approx(2.0 + 0.2)  # max |c_p| = 2, plus 2 delta
+    assert b == th.depth_bound(C3, torch.eye(2), torch.eye(2), Vt, n=3, delta=0.1, M=2.2)
+    # Assumption 4.5 fails (double eigenvalue; no cluster c_-): None where depth_bound raises
+    assert th.tube_bound(C3, torch.eye(2), torch.eye(2), torch.eye(2), n=3, delta=0.1) is None
+    one_sided = torch.tensor([[2.0, 0.0], [-1.0, 1.0]], dtype=torch.float64)
+    assert th.tube_bound(one_sided, torch.eye(2), torch.eye(2), Vt, n=3, delta=0.1) is None
+
+
 def test_switch_time_by_hand():
     C = torch.tensor([[2.0, 0.0], [1.0, 3.0], [-2.0, 1.0]], dtype=torch.float64)
     # (1,3) -> (2,0): log(3 * 3 / (1 * 1)) / (2 eps); (-2,1) -> others: a_1 (b_1 - a_1) < 0 for b_1 > a_1... check

@@ -236,6 +236,19 @@ def test_vmf_density_integrates_to_one():
     assert abs(total.item() - 1) < 1e-10
 
 
+def test_vmf_density_floor_is_a_lower_bound_exact_for_one_component():
+    # one component: its minimum, at the antipode of its centre; a mixture: below every sampled value
+    mu = [[0.0, 0.6, 0.8]]
+    exact = lt.vmf_mixture_density(-torch.tensor(mu[0], dtype=F64), [1.0], mu, [3.0]).item()
+    assert lt.vmf_mixture_density_floor([1.0], mu, [3.0]) == pytest.approx(exact, rel=1e-14)
+    w, mu, k = random_mixture(torch.Generator().manual_seed(15))
+    Y = init.uniform_sphere(1, 20000, 3, generator=torch.Generator().manual_seed(16))[0]
+    sampled = lt.vmf_mixture_density(Y, w, mu, k).min().item()
+    assert 0 < lt.vmf_mixture_density_floor(w, mu, k) <= sampled
+    with pytest.raises(ValueError, match="sum to 1"):
+        lt.vmf_mixture_density_floor([0.5, 0.4], [[1.0, 0, 0], [0, 1.0, 0]], [0.0, 1.0])
+
+
 def test_vmf_mean_length_branches_and_limits():
     k = torch.tensor([1e-4, 5e-4, 2e-3, 0.5, 3.0], dtype=F64)
     direct = 1 / torch.tanh(k) - 1 / k

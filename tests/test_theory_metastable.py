@@ -123,3 +123,13 @@ def test_cluster_instability_rate_from_a_finite_difference_jacobian(beta, k):
             J[:, c] = ((circle_field_dense(th0 + e, beta, norm) - circle_field_dense(th0 - e, beta, norm)) / (2 * h))[0, :, 0].numpy()
         lead = float(np.max(np.linalg.eigvals(J).real))
         assert cluster_instability_rate(beta, k, norm) == pytest.approx(lead, rel=1e-7, abs=1e-9)
+
+
+def test_plateau_slope_is_the_exponent_over_the_instability_rate():
+    from companion.theory.metastable import cluster_instability_rate, neighbour_exponent, plateau_slope
+    for beta in (2.0, 5.0, 7.0):
+        for norm in ("usa", "softmax"):
+            assert plateau_slope(beta, norm) == neighbour_exponent(beta, norm) / cluster_instability_rate(beta, k_max(beta), norm)
+    # two antipodal clusters drift apart at e^-beta: the slope is e^beta times the exponent
+    assert plateau_slope(2.0) == pytest.approx(neighbour_exponent(2.0) * math.exp(2.0), rel=1e-9)
+    assert math.isnan(plateau_slope(0.5))  # k_max = 1: a single cluster, nothing merges

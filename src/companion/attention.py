@@ -13,6 +13,11 @@ Everything is batched over a leading ``trials`` axis. Scores are shifted by thei
 (log-sum-exp) so large ``beta`` neither overflows nor produces NaN. For large ``n`` the field is
 evaluated in blocks of queries, so memory grows linearly in ``n``; on CUDA the softmax field can go
 through :func:`torch.nn.functional.scaled_dot_product_attention` (flash / memory-efficient kernels).
+
+The mean-field field of an empirical measure at arbitrary query points (:func:`field_at`, and the
+rescaled field (87) of paper A, :func:`rescaled_field_at`) and their Jacobians by automatic
+differentiation (:func:`field_jacobian`, :func:`rescaled_field_jacobian`) serve the checks of paper A's
+Appendix C.
 """
 from __future__ import annotations
 
@@ -21,9 +26,10 @@ import math
 import torch
 
 from . import _fused
-from ._validate import STATE_DTYPES, as_state, as_tokens, check_beta, check_data_device, check_matrix, check_real, check_real_tensor, check_trials
+from ._validate import as_state, check_beta, check_matrix, check_real, check_real_tensor, check_trials
 
-__all__ = ["attention_field", "field_unchecked", "attend", "tangent_project", "NORMALIZATIONS", "BACKENDS", "DEFAULT_BLOCK_ELEMENTS"]
+__all__ = ["attention_field", "field_unchecked", "attend", "tangent_project", "field_at", "field_jacobian", "rescaled_field_at",
+           "rescaled_field_jacobian", "NORMALIZATIONS", "BACKENDS", "DEFAULT_BLOCK_ELEMENTS"]
 
 NORMALIZATIONS = ("softmax", "usa")
 BACKENDS = ("auto", "dense", "blocked", "sdpa", "fused")
@@ -422,3 +428,136 @@ def field_unchecked(
         v = torch.matmul(X, _mT(V))
     out = attend(q, X, v, beta, normalization=normalization, backend=backend, block_elements=block_elements, causal=causal)
     return tangent_project(X, out) if project else out
+
+
+def field_at(x: torch.Tensor, Y: torch.Tensor, A: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+    r"""The mean-field attention field (12) of paper A of the empirical measure of Y, at the points x.
+
+    .. math:: \mathcal X[\mu_Y](x) = \sum_j \mathrm{softmax}_j(\langle A x, y_j\rangle)\, V y_j
+
+    Unlike :func:`attention_field`, the query points need not be the measure's own points.
+
+    Parameters
+    ----------
+    x : (trials, k, d)
+        Query points (anywhere in R^d).
+    Y : (trials, m, d)
+        The points of the measure (uniform weights).
+    A, V : (trials, d, d)
+        Score matrix ``A = K^T Q`` and value matrix per trial.
+
+    Returns
+    -------
+    torch.Tensor
+        (trials, k, d), on x's device and dtype.
+
+    Examples
+    --------
+    >>> I = torch.eye(2, dtype=torch.float64)[None]
+    >>> Y = torch.tensor([[[1.0, 0.0], [-1.0, 0.0]]], dtype=torch.float64)
+    >>> field_at(torch.tensor([[[0.0, 1.0]]], dtype=torch.float64), Y, I, I)  # equal weights: the mean
+    tensor([[[0., 0.]]], dtype=torch.float64)
+    """
+    return attend(x @ A.transpose(-1, -2), Y, Y @ V.transpose(-1, -2), 1.0, backend="dense")
+
+
+def _jacobian(field, x: torch.Tensor) -> torch.Tensor:
+    """``d field(x) / dx`` at each point of x (trials, k, d) by automatic differentiation: (trials, k, d, d)."""
+    with torch.enable_grad():
+        xg = x.detach().clone().requires_grad_(True)
+        F = field(xg)
+        rows = [torch.autograd.grad(F[..., a].sum(), xg, retain_graph=a + 1 < F.shape[-1])[0] for a in range(F.shape[-1])]
+    return torch.stack(rows, dim=-2).detach()
+
+
+def field_jacobian(x: torch.Tensor, Y: torch.Tensor, A: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+    r"""The Jacobian ``d X[mu_Y](x) / dx`` of :func:`field_at` at each query point, by automatic differentiation.
+
+    .. math:: \nabla_x \mathcal X[\mu_Y](x) = V\, \mathrm{Cov}_{w(x)}(y)\, A,
+        \qquad w_j(x) = \mathrm{softmax}_j(\langle A x, y_j\rangle)
+
+    Parameters
+    ----------
+    x, Y, A, V
+        As in :func:`field_at`: x (trials, k, d), Y (trials, m, d), A and V (trials, d, d).
+
+    Returns
+    -------
+    torch.Tensor
+        (trials, k, d, d): entry [t, i, a, b] is ``d X_a / d x_b`` at the i-th query of trial t.
+
+    Examples
+    --------
+    With equal weights on ``+-e1`` and ``A = V = I`` the Jacobian is the covariance ``e1 e1^T``:
+
+    >>> I = torch.eye(2, dtype=torch.float64)[None]
+    >>> Y = torch.tensor([[[1.0, 0.0], [-1.0, 0.0]]], dtype=torch.float64)
+    >>> field_jacobian(torch.tensor([[[0.0, 1.0]]], dtype=torch.float64), Y, I, I)[0, 0]
+    tensor([[1., 0.],
+            [0., 0.]], dtype=torch.float64)
+    """
+    return _jacobian(lambda z: field_at(z, Y, A, V), x)
+
+
+def rescaled_field_at(x: torch.Tensor, Y: torch.Tensor, A: torch.Tensor, V: torch.Tensor, t: float) -> torch.Tensor:
+    r"""The rescaled field (87) of paper A (tokens ``z = e^{-tV} x``) of the empirical measure of Y at the points x, at time t.
+
+    .. math:: \mathcal X[\mu_t](x) = \sum_j \mathrm{softmax}_j(\langle A e^{tV} x, e^{tV} y_j\rangle)\, V (y_j - x)
+
+    Parameters
+    ----------
+    x : (trials, k, d)
+        Query points.
+    Y : (trials, m, d)
+        The measure's points (uniform weights).
+    A, V : (trials, d, d)
+        ``A = K^T Q`` and V per trial.
+    t : float
+        Time.
+
+    Returns
+    -------
+    torch.Tensor
+        (trials, k, d).
+
+    Examples
+    --------
+    >>> I = torch.eye(2, dtype=torch.float64)[None]
+    >>> Y = torch.tensor([[[1.0, 0.0]]], dtype=torch.float64)
+    >>> rescaled_field_at(Y, Y, I, I, 0.5)  # a Dirac mass does not move
+    tensor([[[0., 0.]]], dtype=torch.float64)
+    """
+    E = torch.linalg.matrix_exp(t * V)
+    Vt = V.transpose(-1, -2)
+    return attend(x @ E.transpose(-1, -2) @ A.transpose(-1, -2), Y @ E.transpose(-1, -2), Y @ Vt, 1.0,
+                  backend="dense") - x @ Vt
+
+
+def rescaled_field_jacobian(x: torch.Tensor, Y: torch.Tensor, A: torch.Tensor, V: torch.Tensor, t: float) -> torch.Tensor:
+    r"""The Jacobian in x of :func:`rescaled_field_at` at each query point, by automatic differentiation.
+
+    .. math:: \nabla_x \mathcal X[\mu_t](x) = V\, \mathrm{Cov}_{w(x)}(y)\, e^{tV^\top} A\, e^{tV} - V
+
+    Its largest operator norm over a set of points is the sampled Lipschitz constant L of Lemma C.12.
+
+    Parameters
+    ----------
+    x, Y, A, V, t
+        As in :func:`rescaled_field_at`: x (trials, k, d), Y (trials, m, d), A and V (trials, d, d).
+
+    Returns
+    -------
+    torch.Tensor
+        (trials, k, d, d): entry [s, i, a, b] is ``d X_a / d x_b`` at the i-th query of trial s.
+
+    Examples
+    --------
+    At a Dirac mass the weights do not depend on x, so the Jacobian is ``-V``:
+
+    >>> V = torch.diag(torch.tensor([0.5, -0.4], dtype=torch.float64))[None]
+    >>> Y = torch.tensor([[[1.0, 0.0]]], dtype=torch.float64)
+    >>> J = rescaled_field_jacobian(Y, Y, torch.eye(2, dtype=torch.float64)[None], V, 0.3)
+    >>> J.shape, torch.allclose(J[0, 0], -V[0])
+    (torch.Size([1, 1, 2, 2]), True)
+    """
+    return _jacobian(lambda z: rescaled_field_at(z, Y, A, V, t), x)

@@ -52,7 +52,7 @@ PROFILES = ("fast", "full")
 # :func:`registry`, so a new experiment file needs no list edited by hand.
 EXPERIMENTS_PACKAGE = "companion.experiments"
 
-# Chapter slug -> the prefix of its experiments' names (`intro-clustering`, `metastable-lnN`, ...).
+# Chapter slug -> the prefix of its experiments' names (`intro-clustering`, `metastable-ln-n`, ...).
 CHAPTER_PREFIXES: dict[str, str] = {
     "introduction": "intro",
     "stability": "stability",
@@ -503,7 +503,7 @@ def check_stem(name: str, chapter: str, body: Callable[..., Any], config: type, 
     ...
     ValueError: experiment 'spectral-two-tokens': its config must be called TwoTokensConfig (stem 'two_tokens'), not PairConfig
     """
-    if chapter.startswith("_") or body.__module__ == f"{EXPERIMENTS_PACKAGE}.{chapter}":  # TRANSITION: flat chapter modules
+    if chapter.startswith("_"):
         return
     stem = name[len(CHAPTER_PREFIXES[chapter]) + 1:].replace("-", "_")
     want = {"its module": (body.__module__, f"{EXPERIMENTS_PACKAGE}.{chapter}.{stem}"),
@@ -519,15 +519,6 @@ def check_stem(name: str, chapter: str, body: Callable[..., Any], config: type, 
         if not (got == f"plot_{stem}" or got.startswith(f"plot_{stem}_")):
             raise ValueError(f"experiment {name!r}: its plot function must be called plot_{stem} or plot_{stem}_<what> "
                              f"(stem {stem!r}), not {got}")
-
-
-def plots(name: str) -> Callable:  # TRANSITION: until every chapter passes plot= to experiment()
-    def deco(plot: Callable[..., Any]) -> Callable[..., Any]:
-        exp = _registered(name, "plots")
-        _REGISTRY[name] = dataclasses.replace(exp, plot=plot if exp.plot is None else _chain(exp.plot, plot))
-        return plot
-
-    return deco
 
 
 def claims_for(name: str) -> Callable:

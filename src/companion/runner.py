@@ -115,11 +115,11 @@ def sweep_experiment(
     >>> from companion.sweep import product_grid
     >>> root = Path(tempfile.mkdtemp())
     >>> grid = product_grid(n=[1000], seed=[0, 1], trials=[2])
-    >>> points, path = sweep_experiment("metastable-lnN", grid, out=results_dir(root), scheduler="serial",
+    >>> points, path = sweep_experiment("metastable-ln-n", grid, out=results_dir(root), scheduler="serial",
     ...                                 figure=False, progress=False)
     >>> sorted(p.suffix for p in points.iterdir()), path.relative_to(root).as_posix()
-    (['.json', '.json', '.npz', '.npz'], 'data/results/metastable-lnN/fast.npz')
-    >>> result, meta = load_run("metastable-lnN", "fast", root=root)
+    (['.json', '.json', '.npz', '.npz'], 'data/results/metastable-ln-n/fast.npz')
+    >>> result, meta = load_run("metastable-ln-n", "fast", root=root)
     >>> result["ns"].tolist(), result["trials"].tolist(), meta["sweep"]["points"], meta["sweep"]["axes"]
     ([1000], [4], 2, {'n': [1000], 'seed': [0, 1], 'trials': [2]})
     """

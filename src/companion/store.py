@@ -16,7 +16,8 @@ from .registry import PROFILES
 from .sweep import flatten_result, unflatten_result
 
 __all__ = ["results_dir", "check_profile", "check_writable", "save_figures", "save_run", "load_run", "load_from",
-           "stale_reason", "stale"]
+           "stale_reason", "stale",
+           "training_from_parts"]
 
 
 def results_dir(root: Path | str | None = None) -> Path:
@@ -34,6 +35,17 @@ def results_dir(root: Path | str | None = None) -> Path:
 
 
 def check_profile(profile: str) -> str:
+    """``profile`` when it is one of :data:`companion.registry.PROFILES`, else a ValueError naming them.
+
+    Examples
+    --------
+    >>> check_profile("full")
+    'full'
+    >>> check_profile("paper")
+    Traceback (most recent call last):
+    ...
+    ValueError: profile must be one of ('fast', 'full'), got 'paper'
+    """
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
     return profile
@@ -82,6 +94,21 @@ def save_figures(plot, result: Mapping[str, Any], path: Path) -> list[Path]:
 
 def save_run(exp, profile: str, device: str, result: Mapping[str, Any], folder: Path, params: Mapping[str, Any],
               wall: float, figure: bool, **extra: Any) -> Path:
+    """Store ``result`` of the registered experiment ``exp`` as ``folder/<profile>.npz``, its figures
+    (when ``figure``) and its provenance JSON (config, ``params``, device, wall time, verdicts, the
+    hashes of every file; written last); returns the .npz path.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from companion.registry import get
+    >>> exp = get("intro-consensus")
+    >>> r = exp.run("fast", n=4, t1=1.0)
+    >>> root = Path(tempfile.mkdtemp())
+    >>> path = save_run(exp, "fast", "cpu", r, root / exp.name, {"n": 4, "t1": 1.0}, 0.5, False)
+    >>> sorted(p.name for p in path.parent.iterdir()), load_from(root, exp.name, "fast")[1]["wall_time_s"]
+    (['fast.json', 'fast.npz'], 0.5)
+    """
     claims = [c.as_dict() for c in exp.judge(result)]
     arrays, other = flatten_result(result)
     figures: list[str] = []
@@ -142,17 +169,49 @@ def load_run(name: str, profile: str = "full", root: Path | str | None = None) -
 
 
 def load_from(folder: Path, name: str, profile: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """:func:`load_run` from the results folder ``folder`` itself."""
+    """:func:`load_run` from the results folder ``folder`` itself.
+
+    A result stored under a former name of the experiment (its ``formerly``, see
+    :func:`companion.registry.experiment`) and moved to the folder of its name now loads as its own,
+    with ``result["experiment"]`` the name now; the provenance keeps the name it was stored under.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from companion.runner import run_experiment
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> load_from(folder, "intro-consensus", "fast") is None
+    True
+    >>> _ = run_experiment("intro-consensus", "fast", out=folder, params={"n": 4, "t1": 1.0}, figure=False)
+    >>> result, meta = load_from(folder, "intro-consensus", "fast")
+    >>> result["experiment"], meta["config"]["params"]
+    ('intro-consensus', {'n': 4, 't1': 1.0})
+    """
     path = folder / name / f"{check_profile(profile)}.npz"
     try:
         arrays, meta = load_result(path)
     except FileNotFoundError:
         return None
     stored = (meta.get("config") or {})
-    if (stored.get("experiment"), stored.get("profile")) != (name, profile):  # a verified pair, but another run's
-        raise ValueError(f"{path}: holds the {stored.get('profile')!r} result of {stored.get('experiment')!r}, "
+    recorded = stored.get("experiment")
+    former = recorded != name and recorded in _former_names(name)  # stored before the experiment was renamed
+    if (name if former else recorded, stored.get("profile")) != (name, profile):  # a verified pair, but another run's
+        raise ValueError(f"{path}: holds the {stored.get('profile')!r} result of {recorded!r}, "
                          f"not the {profile!r} result of {name!r}")
-    return unflatten_result(arrays, meta.get("other")), meta
+    result = unflatten_result(arrays, meta.get("other"))
+    if former:
+        result["experiment"] = name  # judged, shown and compared under its name now
+    return result, meta
+
+
+def _former_names(name: str) -> tuple[str, ...]:
+    """The former names of the registered experiment ``name`` (its ``formerly``; none if unregistered)."""
+    from .registry import get
+
+    try:
+        return get(name).formerly
+    except ValueError:
+        return ()
 
 
 
@@ -187,7 +246,13 @@ def stale_reason(name: str, profile: str = "full", folder: Path | str | None = N
 
 
 def stale(name: str, profile: str, stored: tuple[dict[str, Any], dict[str, Any]] | None) -> str | None:
-    """:func:`stale_reason` for a result already loaded (``stored``: :func:`load_run`'s pair or None)."""
+    """:func:`stale_reason` for a result already loaded (``stored``: :func:`load_run`'s pair or None).
+
+    Examples
+    --------
+    >>> stale("intro-consensus", "fast", None)
+    'nothing stored'
+    """
     import dataclasses
 
     from .registry import get
@@ -214,4 +279,114 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "tolist"):
         return _plain(value.tolist())
     return value
+
+
+
+# The LoRA training experiments whose runs are stored one part per (rank, seed) (companion.llm.training.run_parts).
+_TRAINING_EXPERIMENTS = ("llm-training", "llm-training-indomain")
+
+
+def training_from_parts(folder: Path | str, profile: str = "full", *, d: int | None = None, cfg: Any = None,
+                        experiment: str = "llm-training", stored_ranks: bool = False) -> dict[str, Any] | None:
+    """The ``profile`` result of ``llm-training`` (or of ``experiment``, ``llm-training-indomain``)
+    assembled from the runs stored so far as parts.
+
+    ``python -m companion run llm-training --out DIR`` stores each (rank, seed) run as it finishes in
+    ``DIR/llm-training/parts`` (:func:`companion.llm.training.run_parts`); this reads every part there
+    that is current for the profile (verified, computed with its settings: :func:`companion.llm.training.load_part`
+    and :func:`companion.llm.training.part_settings`) and keeps the seeds that every rank of the profile has,
+    so that rank comparisons stay paired. Nothing is trained. The result is what the experiment returns for
+    those seeds (:func:`companion.llm.training.training_result`), with ``experiment``, ``config`` (the
+    profile's, ``seeds`` those kept), ``profile`` (the profile's name when every run is there, else
+    ``"<profile>, k of n runs"``), ``parts`` (the kept keys) and ``left_out`` (parts stored but not kept:
+    their seed is missing in some rank).
+
+    Parameters
+    ----------
+    folder : str or Path
+        The parts folder (``data/results/llm-training/parts`` for the stored full profile).
+    profile : str
+        The profile whose runs to read (its settings decide which parts are current).
+    d : int, optional
+        Hidden size of the model (the alignment's random-subspace law depends on it); None reads
+        ``hidden_size`` from the config.json of the profile's ``model_path`` (the bundled SmolLM2).
+    cfg : TrainingConfig, optional
+        The config whose runs to read instead of the profile's (its ranks, seeds and settings).
+    experiment : str
+        ``"llm-training"`` or ``"llm-training-indomain"``: whose profiles, and the name the result
+        carries (so that :func:`companion.registry.judge` applies that experiment's claims).
+    stored_ranks : bool
+        False: every rank of the profile is needed (None until some seed has them all). True: the
+        ranks with no stored part are left out, and the seeds kept are those every remaining rank
+        has (a profile still being computed: ``config`` then names the ranks kept, and ``profile``
+        counts the runs against the profile's).
+
+    Returns
+    -------
+    dict or None
+        As the experiment's result; None when no seed is stored for every rank.
+
+    Examples
+    --------
+    >>> import dataclasses, tempfile
+    >>> import numpy as np
+    >>> from companion.llm import training
+    >>> from companion.registry import get
+    >>> cfg = get("llm-training").configure("fast", baseline_trials=8)
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> def part(r, s):  # two checkpoints, three layers
+    ...     return {"step": np.array([0, 12]), "ppl_base": np.array([10.0, 11.0]), "ppl_new": np.array([50.0, 40.0 - s]),
+    ...             "b_tau": np.array([4, 2]), **{k: np.ones((2, 3)) for k in ("norm_layers", "align", "drift")}}
+    >>> _ = training.run_parts([(4, 0), (16, 0), (4, 1)], part, folder, settings=training.part_settings(cfg))
+    >>> res = training_from_parts(folder, "fast", d=64, cfg=dataclasses.replace(cfg, seeds=(0, 1)))
+    >>> res["profile"], res["seeds"].tolist(), res["left_out"], res["runs"][16]["ppl_new"].tolist()
+    ('fast, 2 of 4 runs', [0], [(4, 1)], [[50.0, 40.0]])
+    >>> training_from_parts(Path(tempfile.mkdtemp()), "fast") is None   # nothing stored
+    True
+    >>> training_from_parts(folder, "fast", d=64, experiment="llm-training-indomain") is None   # other settings: not its parts
+    True
+    >>> _ = training.run_parts([(4, 2)], part, folder, settings=training.part_settings(cfg))
+    >>> mine = dataclasses.replace(cfg, ranks=(4, 16, 64), seeds=(0, 1, 2))   # rank 64 not stored yet
+    >>> training_from_parts(folder, "fast", d=64, cfg=mine) is None
+    True
+    >>> res = training_from_parts(folder, "fast", d=64, cfg=mine, stored_ranks=True)
+    >>> res["profile"], res["ranks"].tolist(), res["config"]["ranks"], res["left_out"]
+    ('fast, 2 of 9 runs', [4, 16], (4, 16), [(4, 1), (4, 2)])
+    """
+    import dataclasses
+
+    import torch
+
+    from .llm import assets, training
+    from .registry import get
+
+    if experiment not in _TRAINING_EXPERIMENTS:
+        raise ValueError(f"experiment must be one of {_TRAINING_EXPERIMENTS}, got {experiment!r}")
+    profiles = get(experiment).profiles
+    if profile not in profiles:
+        raise ValueError(f"profile must be one of {tuple(profiles)}, got {profile!r}")
+    cfg = profiles[profile] if cfg is None else cfg
+    settings = training.part_settings(cfg)
+    parts = {}
+    for r in cfg.ranks:
+        for s in cfg.seeds:
+            arrays = training.load_part(training.part_path(Path(folder), r, s), settings)
+            if arrays is not None:
+                parts[(int(r), int(s))] = arrays
+    total = len(cfg.ranks) * len(cfg.seeds)
+    if stored_ranks:  # a profile still being computed: the ranks with some stored part
+        cfg = dataclasses.replace(cfg, ranks=tuple(r for r in cfg.ranks if any(r_ == int(r) for r_, _ in parts)))
+    seeds = [int(s) for s in cfg.seeds if cfg.ranks and all((int(r), int(s)) in parts for r in cfg.ranks)]
+    if not seeds:
+        return None
+    if d is None:
+        d = assets.hidden_size(cfg.model_path)
+    res = training.training_result(cfg, parts, seeds, d=d, model=str(cfg.model_path or "SmolLM2-135M-Instruct (bundled)"),
+                                   generator=torch.Generator().manual_seed(cfg.seed))
+    kept = [(int(r), s) for s in seeds for r in cfg.ranks]
+    res.update(experiment=experiment, config=dataclasses.asdict(dataclasses.replace(cfg, seeds=tuple(seeds))),
+               profile=profile if len(kept) == total else f"{profile}, {len(kept)} of {total} runs",
+               parts=kept, left_out=sorted(k for k in parts if k not in set(kept)))
+    return res
+
 

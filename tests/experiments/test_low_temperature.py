@@ -61,8 +61,8 @@ def test_profiles_are_declared_and_bad_input_refused():
         ex.figure3("huge")
     with pytest.raises(ValueError, match="no parameter 'bad'"):
         ex.figure3(bad=1)
-    with pytest.raises(TypeError, match="'seeds'"):
-        ex.figure3(seeds=2.5)
+    with pytest.raises(TypeError, match="'trials'"):
+        ex.figure3(trials=2.5)
     with pytest.raises(ValueError, match="betas"):
         ex.simulate_betas(ex.FIG3_B, ex.FIG3_V, [0.0], init.uniform_sphere(1, 3, 3), 0.1)
 
@@ -70,7 +70,7 @@ def test_profiles_are_declared_and_bad_input_refused():
 def test_the_registry_generator_draws_today_s_tokens():
     # the body draws from the registry's generator, seeded from cfg.seed: the same tokens as a
     # generator seeded by hand (so the chapter's numbers do not change with the declared shape)
-    r = ex.conjecture1(seeds=1, n=5, t1=0.5)
+    r = ex.conjecture1(trials=1, n=5, t1=0.5)
     x0 = init.uniform_sphere(1, 5, 3, generator=torch.Generator().manual_seed(ex.Conjecture1Config().seed))
     align0 = ((x0 @ lt.check_assumption_1(ex.FIG3_B, ex.FIG3_V).basis) ** 2).sum(-1).mean(-1)
     np.testing.assert_allclose(r["F"]["align_E"][0], align0.numpy(), rtol=0, atol=1e-15)
@@ -89,7 +89,7 @@ def test_fabs_example_satisfies_assumption_and_differs_from_F():
 
 @pytest.fixture(scope="module")
 def fig3():
-    return ex.figure3(seeds=2, n=40)
+    return ex.figure3(trials=2, n=40)
 
 
 def test_figure3_small_two_phases(fig3):
@@ -112,7 +112,7 @@ def test_figure3_claims_follow_the_measurement(fig3):
 
 
 def test_figure3_claims_fail_on_a_run_stopped_in_the_metastable_phase():
-    early = ex.figure3(seeds=1, n=20, t1=4.0)  # t = 4 < log(100): still on E, not yet on F
+    early = ex.figure3(trials=1, n=20, t1=4.0)  # t = 4 < log(100): still on E, not yet on F
     assert statuses(early) == {"B-fig3-phase1-E": "reproduced", "B-fig3-phase2-F": "not-reproduced"}
 
 
@@ -121,7 +121,7 @@ def test_figure3_claims_fail_on_a_run_stopped_in_the_metastable_phase():
 
 @pytest.fixture(scope="module")
 def fig4():
-    return ex.beta_comparison(betas=(10.0, 100.0, 1000.0), seeds=2, n=40, t1=12.0)
+    return ex.beta_comparison(betas=(10.0, 100.0, 1000.0), trials=2, n=40, t1=12.0)
 
 
 def test_beta_comparison_claims_follow_the_measurement(fig4):
@@ -134,7 +134,7 @@ def test_beta_comparison_claims_follow_the_measurement(fig4):
     noisy = dict(fig4["fit_se"], slope_se=fig4["fit_se"]["slope"] / 2.5)
     assert statuses(dict(fig4, fit_se=noisy))["B-fig4-exit-logbeta"] == "partly"
     # one seed: no standard error, so no verdict on the slope
-    one = ex.beta_comparison(betas=(10.0, 1000.0), seeds=1, n=10, t1=10.0)
+    one = ex.beta_comparison(betas=(10.0, 1000.0), trials=1, n=10, t1=10.0)
     assert one["fit_se"] is None and statuses(one)["B-fig4-exit-logbeta"] == "not-reproduced"
     # the "beta = inf" curve taken from a finite-beta run: it has a second phase
     assert statuses(dict(fig4, w2_inf=fig4["w2"][:, 0]))["B-fig4-zero-temp-no-phase2"] == "not-reproduced"
@@ -163,7 +163,7 @@ def test_rate_in_beta_claims_follow_the_measurement(rate):
 
 @pytest.fixture(scope="module")
 def zero():
-    return ex.zero_temperature_rate(n_large=2000, n_small=50, seeds=1, t1=8.0, window_mf=(0.5, 2.0), window_late=(5.0, 8.0))
+    return ex.zero_temperature_rate(n_large=2000, n_small=50, trials=1, t1=8.0, window_mf=(0.5, 2.0), window_late=(5.0, 8.0))
 
 
 def test_zero_temperature_rate_small(zero):
@@ -191,7 +191,7 @@ def test_zero_temperature_rate_claims_follow_the_measurement(zero):
 
 def test_lemma9_and_prop8_fail_for_a_flow_they_do_not_cover():
     # eq. (1) at beta = 10 on the general example: Pi moves and V_p does not decay at Prop. 8's rate
-    r = ex.zero_temperature_rate(n_large=50, n_small=30, seeds=1, t1=4.0, window_mf=(0.5, 2.0), window_late=(2.0, 4.0),
+    r = ex.zero_temperature_rate(n_large=50, n_small=30, trials=1, t1=4.0, window_mf=(0.5, 2.0), window_late=(2.0, 4.0),
                                  general_beta=10.0)
     st = statuses(r)
     assert st["B-lemma9-pi-invariant"] == "not-reproduced" and st["B-prop8-vp-decay"] == "not-reproduced"
@@ -207,7 +207,7 @@ def test_general_pair_refuses_small_d():
 
 @pytest.fixture(scope="module")
 def conj():
-    return ex.conjecture1(seeds=1, n=40)
+    return ex.conjecture1(trials=1, n=40)
 
 
 def test_conjecture1_claims_follow_the_measurement(conj):
@@ -218,7 +218,7 @@ def test_conjecture1_claims_follow_the_measurement(conj):
 
 
 def test_conjecture1_claims_fail_before_the_terminal_phase():
-    early = ex.conjecture1(seeds=1, n=20, t1=3.0)  # still concentrated on E = span(e1)
+    early = ex.conjecture1(trials=1, n=20, t1=3.0)  # still concentrated on E = span(e1)
     st = statuses(early)
     assert st["B-conj1-F"] == "not-reproduced" and st["B-conj1-Fabs"] == "not-reproduced"
 
@@ -228,7 +228,7 @@ def test_conjecture1_claims_fail_before_the_terminal_phase():
 
 @pytest.fixture(scope="module")
 def grad():
-    return ex.gradient_flow(seeds=1, n=40)
+    return ex.gradient_flow(trials=1, n=40)
 
 
 def test_gradient_flow_claims_follow_the_measurement(grad):
@@ -239,7 +239,7 @@ def test_gradient_flow_claims_follow_the_measurement(grad):
 
 def test_gradient_flow_claims_fail_at_a_larger_beta():
     # beta = 30 is not "small": at t = 15 the tokens are not one Dirac on F yet
-    st = statuses(ex.gradient_flow(seeds=1, n=40, beta_small=30.0))
+    st = statuses(ex.gradient_flow(trials=1, n=40, beta_small=30.0))
     assert st["B-appC3-min-small-beta"] == "not-reproduced" and st["B-appC3-min-zero-temp"] == "reproduced"
 
 
@@ -279,7 +279,7 @@ def test_laplace_claims_follow_the_measurement(lap):
 
 @pytest.fixture(scope="module")
 def gfb():
-    return ex.gradient_flow_beta(betas=(0.1, 100.0), seeds=1, n=40)
+    return ex.gradient_flow_beta(betas=(0.1, 100.0), trials=1, n=40)
 
 
 def test_gradient_flow_beta_physics(gfb):
@@ -304,7 +304,7 @@ def test_gradient_flow_beta_claims_follow_the_measurement(gfb):
     assert set(statuses(swapped).values()) == {"not-reproduced"}
     # the small-beta energy ratio moved past its tolerance, and every token kept on its pole (switching 0)
     low = gfb["fig6"]["energy_ratio"].copy()
-    low[-1, 0] = 1 - 2 * ex.ENERGY_TOL
+    low[-1, 0] = 1 - 2 * ex.TOL_ENERGY
     assert statuses(dict(gfb, fig6=dict(gfb["fig6"], energy_ratio=low)))["B-fig6-max-small-beta-dirac"] == "not-reproduced"
     kept = dict(gfb["fig7"], switched=np.zeros_like(gfb["fig7"]["switched"]))
     assert statuses(dict(gfb, fig7=kept))["B-fig7-nsd-pi-every-beta"] == "reproduced"
@@ -312,9 +312,9 @@ def test_gradient_flow_beta_claims_follow_the_measurement(gfb):
 
 def test_gradient_flow_beta_refuses_bad_matrices():
     with pytest.raises(ValueError, match="nsd_diag"):
-        ex.gradient_flow_beta(nsd_diag=(0.0, 1.0, -2.0), n=5, seeds=1, t1=0.1)
+        ex.gradient_flow_beta(nsd_diag=(0.0, 1.0, -2.0), n=5, trials=1, t1=0.1)
     with pytest.raises(ValueError, match="pd_diag"):
-        ex.gradient_flow_beta(pd_diag=(1.0, 1.0, 2.0), n=5, seeds=1, t1=0.1)
+        ex.gradient_flow_beta(pd_diag=(1.0, 1.0, 2.0), n=5, trials=1, t1=0.1)
 
 
 # ----------------------------------------------------------------------------- App. B
@@ -322,7 +322,7 @@ def test_gradient_flow_beta_refuses_bad_matrices():
 
 @pytest.fixture(scope="module")
 def eig():
-    return ex.eigen_consensus()
+    return ex.eigen_consensus(n=10, n_plus=7)  # the fast profile has n = 20
 
 
 def test_eigen_consensus_claims_follow_the_measurement(eig):
@@ -346,21 +346,9 @@ def test_eigen_consensus_refuses_bad_split():
 # ----------------------------------------------------------------------------- App. C.1
 
 
-def test_hardmax_is_the_large_beta_limit_of_algorithm1():
-    # formally beta = inf in eq. (1): the softmax field at beta = 1e6 equals the hardmax field (no ties on a lattice)
-    x0 = init.fibonacci_sphere(1, 200, generator=torch.Generator().manual_seed(3))
-    hard = ex.HardmaxAttention(B=ex.FIG3_B, V=ex.FIG3_V)
-    soft = models.low_temperature(ex.FIG3_B, ex.FIG3_V, 1e6).vector_field(0.0, x0)
-    assert torch.allclose(hard.vector_field(0.0, x0), soft, atol=1e-9)
-    chunked = ex.HardmaxAttention(B=ex.FIG3_B, V=ex.FIG3_V, chunk=7)
-    assert torch.equal(chunked.vector_field(0.0, x0), hard.vector_field(0.0, x0))
-    with pytest.raises(ValueError, match="sphere"):
-        simulate(hard, 2 * x0, 0.1, method="euler", dt=0.01)
-
-
 @pytest.fixture(scope="module")
 def hm():
-    return ex.hardmax(ns=(50, 100, 200, 400), seeds=1)
+    return ex.hardmax(ns=(50, 100, 200, 400), trials=1)
 
 
 def test_hardmax_claims_follow_the_measurement(hm):
@@ -371,4 +359,16 @@ def test_hardmax_claims_follow_the_measurement(hm):
     same = (simulate(zt, x0, 1.0, method="euler", dt=0.01).final - simulate(zt, x0, 1.0, method="euler", dt=0.01).final).norm()
     assert statuses(dict(hm, gap=np.full(4, float(same))))["B-appC1-hardmax-not-alg2"] == "not-reproduced"
     # a gap that shrank like n^-0.7 (past the exponent's tolerance): partly
-    assert statuses(dict(hm, exponent=0.5 + 2 * ex.HARDMAX_EXP_TOL))["B-appC1-hardmax-not-alg2"] == "partly"
+    assert statuses(dict(hm, exponent=0.5 + 2 * ex.TOL_HARDMAX_EXP))["B-appC1-hardmax-not-alg2"] == "partly"
+
+
+def test_a_result_stored_under_the_former_field_names_still_plots_and_judges(hm):
+    # results stored before seeds -> trials and t -> t1 keep their config keys: read through `renamed`
+    former = {"trials": "seeds", "t1": "t"}
+    old = dict(hm, config={former.get(k, k): v for k, v in hm["config"].items()})
+    assert "t" in old["config"] and "t1" not in old["config"]
+    assert statuses(old) == statuses(hm)
+    import matplotlib
+    matplotlib.use("Agg")
+    ax = ex.plot_hardmax(old)
+    assert ax.get_lines()[0].get_label() == f"trajectories at t = {hm['config']['t1']:g}"

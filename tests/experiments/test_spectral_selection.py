@@ -6,8 +6,10 @@ import pytest
 import torch
 
 from companion import init, models
-from companion.registry import judge
 from companion.experiments import spectral_selection as ss
+from companion.integrate import simulate
+from companion.models.modal import pure_mode_jacobian
+from companion.registry import judge
 from companion.theory import spectral as th
 
 
@@ -28,24 +30,24 @@ def _V(lams, seed=0):
 )
 def test_jacobian_matches_closed_form_spectrum(lams, p, beta, npl, nmi):
     V = _V(lams)
-    X, lam, _ = ss.pure_state(V, p, npl, nmi)
-    assert ss.models.spectral(V, beta).vector_field(0.0, X[None]).abs().max() < 1e-14  # an equilibrium
+    X, lam, _ = th.pure_state(V, p, npl, nmi)
+    assert models.spectral(V, beta).vector_field(0.0, X[None]).abs().max() < 1e-14  # an equilibrium
     J = models.tangent_jacobian(models.spectral(V, beta), X)
     Jfd = models.tangent_jacobian(models.spectral(V, beta), X, mode="fd")
     assert (J - Jfd).abs().max() < 1e-7
     ev = torch.linalg.eigvals(J)
     ev_th = th.sign_split_spectrum(lam, p, beta, npl, nmi)
-    assert ss._match_error(ev, ev_th) < 1e-10
+    assert th.spectrum_distance(ev, ev_th) < 1e-10
 
 
 def test_jacobian_of_a_moving_state_differs_from_the_spectrum():
     # the check can fail: away from an equilibrium the same comparison is off by O(1)
     V = _V([1.0, 0.4, -0.8])
-    X, lam, _ = ss.pure_state(V, 2, 2, 2)
+    X, lam, _ = th.pure_state(V, 2, 2, 2)
     Y = X + 0.3 * torch.randn(X.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     Y = Y / Y.norm(dim=-1, keepdim=True)
     ev = torch.linalg.eigvals(models.tangent_jacobian(models.spectral(V, 1.0), Y))
-    assert ss._match_error(ev, th.sign_split_spectrum(lam, 2, 1.0, 2, 2)) > 1e-3
+    assert th.spectrum_distance(ev, th.sign_split_spectrum(lam, 2, 1.0, 2, 2)) > 1e-3
 
 
 def test_tangent_basis_is_orthonormal_and_tangent():
@@ -72,7 +74,7 @@ def test_consensus_and_bipolar_checks():
 
 
 def test_stability_cases_small():
-    r = ss.stability_cases(count=25, seed=5)
+    r = ss.stability_cases(trials=25, seed=5)
     assert r["agree_blocks"] == r["count"]
     assert r["agree_stated_no_singleton"] == r["no_singleton"]
     assert all(d["singleton"] for d in r["disagreements"])
@@ -93,10 +95,15 @@ def test_two_tokens_small():
 
 def test_boundary_point_matches_sigma():
     # bisection on the Jacobian for r = 2 (4 vs 2 tokens), beta = 1, lambda_p = 1
+    def stable(lambda_k):
+        V = init.diagonal((1.0, lambda_k))
+        X, _, _ = th.pure_state(V, 1, 4, 2)  # eigh sorts ascending: index 1 is lambda_p = 1
+        return bool(torch.linalg.eigvals(models.tangent_jacobian(models.spectral(V, 1.0), X)).real.max() < 0)
+
     lo, hi = -0.999, 0.999
     for _ in range(30):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if ss._stable_at(mid, 1.0, 4, 2) else (lo, mid)
+        lo, hi = (mid, hi) if stable(mid) else (lo, mid)
     assert lo == pytest.approx(th.sigma(math.exp(2.0), 2.0), abs=1e-7)
 
 
@@ -134,6 +141,7 @@ def manifolds():
     return ss.invariant_manifolds(t1=6.0, dt=0.05, energy_trials=2, energy_dt=0.05)
 
 
+@pytest.mark.slow
 def test_invariant_manifolds_claims_can_fail(manifolds):
     r = manifolds
     assert _statuses(r) == ["reproduced"] * 4
@@ -145,6 +153,7 @@ def test_invariant_manifolds_claims_can_fail(manifolds):
     assert _statuses(dict(r, stationary_drift=1e-6))[3] == "not-reproduced"  # the M(0) = 0 state moving
 
 
+@pytest.mark.slow
 def test_bipolar_claims_fail_off_balance():
     # n_+ = 4, n_- = 2: the bipolar manifold is not invariant, alpha != tanh(beta M), M(0) = 0 not stationary.
     r = ss.invariant_manifolds(t1=6.0, dt=0.05, energy_trials=2, energy_dt=0.05, split=(4, 2))
@@ -152,6 +161,7 @@ def test_bipolar_claims_fail_off_balance():
     assert _statuses(r) == ["reproduced", "not-reproduced", "not-reproduced", "not-reproduced"]
 
 
+@pytest.mark.slow
 def test_prop45_selects_by_the_sign_of_M0(manifolds):
     # Independent of the bound: the mode on the side of sign(M(0)) holds almost all the mass at t = 6.
     signs = manifolds["M0_signs"]
@@ -163,19 +173,21 @@ def test_prop45_selects_by_the_sign_of_M0(manifolds):
 
 @pytest.fixture(scope="module")
 def cases():
-    return ss.stability_cases()  # the chapter's 240 cases (fast profile)
+    return ss.stability_cases()  # the chapter's 240 cases (fast profile): its tests are marked slow
 
 
+@pytest.mark.slow
 def test_stability_cases_claims_as_in_the_chapter_and_can_fail(cases):
     assert _statuses(cases) == ["reproduced", "reproduced", "not-reproduced"]  # the single-token caveat
     assert _statuses(dict(cases, max_spectrum_error=10 * ss.TOL_SPECTRUM))[0] == "not-reproduced"
     assert _statuses(dict(cases, agree_stated_no_singleton=cases["no_singleton"] - 1))[1] == "not-reproduced"
     assert _statuses(dict(cases, disagreements_singleton=0))[2] == "reproduced"
     # A sample without single-token disagreements (different seed, few cases) passes the third claim.
-    small = ss.stability_cases(count=25, seed=5)
+    small = ss.stability_cases(trials=25, seed=5)
     assert small["disagreements_singleton"] == 0 and _statuses(small)[2] == "reproduced"
 
 
+@pytest.mark.slow
 def test_stability_boundary_claim_can_fail():
     r = ss.stability_boundary(betas=(0.2, 1.0), bisect=22)
     assert _statuses(r) == ["reproduced"]
@@ -198,10 +210,11 @@ def test_cone_bound_claims_can_fail():
         ss.cone_bound(trials=3, n=12, t1=1.0, lambdas=(0.3, 1.0, -0.5))
 
 
+@pytest.mark.slow
 def test_rho_min_claims_can_fail():
-    r = ss.rho_min_ensembles(trials=40, n=40)
+    r = ss.rho_min(trials=40, n=40)
     assert _statuses(r) == ["reproduced", "reproduced"]
-    cold = ss.rho_min_ensembles(trials=40, n=40, betas=(0.1, 0.1, 0.1))  # no polarisation at any beta
+    cold = ss.rho_min(trials=40, n=40, betas=(0.1, 0.1, 0.1))  # no polarisation at any beta
     assert _statuses(cold)[0] == "not-reproduced"
     assert _statuses(dict(r, min_dlogE={b: -1e-6 for b in r["betas"]}))[1] == "not-reproduced"
 
@@ -229,7 +242,7 @@ def test_pairwise_means_match_a_direct_pair_average():
     g = torch.Generator().manual_seed(4)
     x0 = init.uniform_sphere(3, 5, 3, generator=g)
     V = torch.diag(torch.tensor(ss.V_NEGATIVE, dtype=torch.float64))
-    xs = ss.simulate(models.spectral(V, 1.0), x0, 10.0, dt=0.1, save_at=torch.linspace(0, 10.0, 3)).xs
+    xs = simulate(models.spectral(V, 1.0), x0, 10.0, dt=0.1, save_at=torch.linspace(0, 10.0, 3)).xs
     X = xs[1, 0].numpy()  # middle time, trial 0
     sgn = xs[-1, 0, :, 2].numpy() > 0
     G = X @ X.T
@@ -246,15 +259,30 @@ def test_pairwise_means_match_a_direct_pair_average():
 def test_lemma_a1_holds_for_interleaved_signs():
     # (A.3) needs no grouping of the signs: + - + - - at the negative mode of a non-diagonal V
     V = _V([1.0, 0.4, -0.8, -1.3], seed=2)
-    row = ss._modewise_case(V, V, 1.4, 0, torch.tensor([1.0, -1.0, 1.0, -1.0, -1.0], dtype=torch.float64), 1e-6)
-    assert row["interleaved"] and row["coupling"] < 1e-8 and row["block_error"] < 1e-8 and row["scale"] > 0.1
+    signs = torch.tensor([1.0, -1.0, 1.0, -1.0, -1.0], dtype=torch.float64)
+    lam, E = torch.linalg.eigh(V)
+    J = pure_mode_jacobian(models.spectral(V, 1.4), E, 0, signs, mode="fd", h=1e-6)  # (3, 3, 5, 5)
+    L = th.pure_mode_linearisation(lam, 0, 1.4, signs)
+    same = torch.eye(3, dtype=torch.bool)
+    assert J[~same].abs().max() < 1e-8  # no entry between different modes
+    assert (J[same] - L).abs().max() < 1e-8 and L.abs().max() > 0.1  # the blocks are (A.3)'s, of order one
 
 
 def test_lemma_a1_claim_reproduces_and_fails_for_another_model():
-    r = ss.modewise_linearisation(count=8)
+    r = ss.lemma_a1(trials=8)
     assert [c.status for c in judge(r)] == ["reproduced"]
     # Q^T K = V + 0.1 S: the pure states are still equilibria, but their weights are not (A.3)'s
-    wrong = ss.modewise_linearisation(count=8, qk_offset=0.1)
+    wrong = ss.lemma_a1(trials=8, qk_offset=0.1)
     assert wrong["max_block_error"] > 1e-3 and [c.status for c in judge(wrong)] == ["not-reproduced"]
     # a measurement moved past the tolerance
     assert [c.status for c in judge(dict(r, max_coupling=10 * ss.TOL_FD))] == ["not-reproduced"]
+
+
+@pytest.mark.parametrize("name", ["spectral-stability-cases", "spectral-lemma-a1"])
+def test_results_stored_with_count_load_as_trials(name):
+    # The ensemble size was called count: a stored config naming it still reads as the profile's trials.
+    from companion.registry import get
+
+    exp = get(name)
+    config = {("count" if k == "trials" else k): v["full"] for k, v in exp.parameters().items()}
+    assert exp.config_of({"config": config}) == exp.profiles["full"]

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from companion import init, metrics, simulate
+from companion.attention import attend, field_jacobian, rescaled_field_at, rescaled_field_jacobian
 from companion.registry import judge
 from companion.experiments import stability as st
 from companion.models import Euclidean
@@ -21,7 +22,7 @@ def statuses(result):
 
 @pytest.fixture(scope="module")
 def r31():
-    return st.prop31_wasserstein(n=8, seeds=2, eps=(1e-3, 1e-2, 1e-1), t1=1.0, n_save=5, dt=0.1)
+    return st.prop31(n=8, trials=2, eps=(1e-3, 1e-2, 1e-1), t1=1.0, n_save=5, dt=0.1)
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,7 @@ def r33():
 
 @pytest.fixture(scope="module")
 def rmit():
-    return st.mitigation(draws=4, norms=(0.1, 1.2), **SMALL)
+    return st.mitigation(trials=4, norms=(0.1, 1.2), **SMALL)
 
 
 def test_prop31_small(r31):
@@ -58,7 +59,7 @@ def test_prop31_claims_follow_the_measurement(r31):
     for key, row in (("min_slack", 0), ("min_slack_appendix", 0), ("min_slack_v", 1), ("min_slack_qk", 2)):
         got = statuses(dict(r31, **{key: -0.5}))
         assert got[row] == "not-reproduced" and got.count("not-reproduced") == 2, (key, got)
-    off = dict(r31, slopes=r31["slopes"] + 2 * st.LINEAR_EPS_TOL)
+    off = dict(r31, slopes=r31["slopes"] + 2 * st.TOL_LINEAR_EPS)
     assert statuses(off)[3] == "not-reproduced"
     # With the true Lipschitz constant |e^{-tV}|_op the ratio is <= 1 (any map); that ratio passes (69)'s check.
     assert r31["max_ratio69_true"] <= 1 + 1e-9 < r31["max_ratio69"]
@@ -66,19 +67,19 @@ def test_prop31_claims_follow_the_measurement(r31):
 
 
 def test_prop31_bounds_not_checkable_without_their_family():
-    r = st.prop31_wasserstein(n=6, seeds=2, eps=(1e-3, 1e-2), families=("both",), t1=0.5, n_save=3, dt=0.1)
+    r = st.prop31(n=6, trials=2, eps=(1e-3, 1e-2), families=("both",), t1=0.5, n_save=3, dt=0.1)
     assert [c.status for c in judge(r)][1:3] == ["not-checkable", "not-checkable"]
 
 
 def test_prop31_linear_eps_fails_outside_the_linear_range():
     # A real result at sizes where W2 saturates (|dV| up to 30 |V|): the linear-eps check must fail.
-    r = st.prop31_wasserstein(n=8, seeds=2, eps=(1.0, 10.0, 30.0), families=("V",), t1=1.0, n_save=3, dt=0.05)
+    r = st.prop31(n=8, trials=2, eps=(1.0, 10.0, 30.0), families=("V",), t1=1.0, n_save=3, dt=0.05)
     assert statuses(r)[3] == "not-reproduced", r["slopes"]
 
 
 def test_remark_c7_rescaled_w2_is_a_pushforward():
     # A pushforward by e^{-tV} changes W2 by at most |e^{-tV}|_op, whatever V is.
-    r = st.prop31_wasserstein(n=6, seeds=1, eps=(1e-3, 1e-2), families=("V",), t1=0.5, n_save=3, dt=0.1)
+    r = st.prop31(n=6, trials=1, eps=(1e-3, 1e-2), families=("V",), t1=0.5, n_save=3, dt=0.1)
     ratio = r["w2_rescaled"][..., 1:] / r["w2"][..., 1:]
     assert np.all(ratio <= r["lip_true"][1:] * (1 + 1e-9))
     # eq. (69)'s constant from V redrawn as the experiment draws it (A first, then V, operator norm 1)
@@ -148,13 +149,13 @@ def test_prop33_claims_follow_the_measurement(r33):
 
 
 def test_remark34_small_and_its_claim():
-    r = st.remark34_ranks(ranks=(1, 3), n=8, t1=100.0, dt=0.2)  # effective gap ~0.3: needs long t
+    r = st.remark34(ranks=(1, 3), n=8, t1=100.0, dt=0.2)  # effective gap ~0.3: needs long t
     assert np.all(r["rel_err_with_a"] < 0.05) and np.all(r["rel_err_printed"] < 0.1)
     assert r["measured"][1] > r["measured"][0]  # more directions, more drift
     np.testing.assert_allclose(r["measured"], r["eig_sq"], rtol=1e-5)
     assert statuses(r) == ["reproduced"]
     # Eq. (17) for sigma = 0.3 against the dynamics of an update 4/3 as large: a wrong model fails.
-    other = st.remark34_ranks(ranks=(1, 3), sigma=0.4, n=8, t1=100.0, dt=0.2)
+    other = st.remark34(ranks=(1, 3), sigma=0.4, n=8, t1=100.0, dt=0.2)
     wrong = dict(r, rel_err_printed=np.abs(r["pred_printed"] - other["measured"]) / other["measured"])
     assert statuses(wrong) == ["not-reproduced"]
 
@@ -176,20 +177,20 @@ def test_mitigation_small_and_its_claim(rmit):
 
 
 def test_mitigation_not_judged_below_the_gap_only():
-    r = st.mitigation(draws=1, norms=(0.1,), n=4, t1=20.0, dt=0.2)
+    r = st.mitigation(trials=1, norms=(0.1,), n=4, t1=20.0, dt=0.2)
     assert statuses(r) == ["not-checkable"]
 
 
 @pytest.mark.parametrize(
     "fn, kw, err, msg",
     [
-        (st.prop31_wasserstein, dict(profile="huge"), ValueError, "profile"),
-        (st.prop31_wasserstein, dict(families=("Q",)), ValueError, "families"),
+        (st.prop31, dict(profile="huge"), ValueError, "profile"),
+        (st.prop31, dict(families=("Q",)), ValueError, "families"),
         (st.prop33, dict(lambdas=(1.0, 1.0, 0.5, 0.4, 0.3, 0.2)), ValueError, "strictly decreasing"),
         (st.prop33, dict(lambdas=(1.0, 0.5)), ValueError, "lambdas must hold"),
-        (st.remark34_ranks, dict(ranks=(6,)), ValueError, "ranks"),
+        (st.remark34, dict(ranks=(6,)), ValueError, "ranks"),
         (st.mitigation, dict(bogus=1), ValueError, "bogus"),
-        (st.mitigation, dict(draws="6"), TypeError, "draws"),
+        (st.mitigation, dict(trials="6"), TypeError, "trials"),
     ],
 )
 def test_bad_input(fn, kw, err, msg):
@@ -199,13 +200,12 @@ def test_bad_input(fn, kw, err, msg):
 
 # ----------------------------------------------------------------------------- Appendix C (issue 17)
 
-from companion.attention import attend  # noqa: E402
 from companion.theory import lora  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def rfield():
-    return st.field_bounds_check(draws=6, queries=6, radii=(0.5, 2.0), norms_A=(0.05, 1.0))
+    return st.field_bounds(trials=6, queries=6, radii=(0.5, 2.0), norms_A=(0.05, 1.0))
 
 
 def test_field_jacobian_is_the_weighted_covariance():
@@ -214,7 +214,7 @@ def test_field_jacobian_is_the_weighted_covariance():
     A, V = (torch.randn(2, 3, 3, generator=g, dtype=torch.float64) for _ in range(2))
     Y = torch.randn(2, 5, 3, generator=g, dtype=torch.float64)
     x = torch.randn(2, 4, 3, generator=g, dtype=torch.float64)
-    J = st.field_jacobian(x, Y, A, V)
+    J = field_jacobian(x, Y, A, V)
     w = torch.softmax(torch.einsum("tkd,ted,tme->tkm", x, A, Y), dim=-1)  # <A x, y>
     ybar = torch.einsum("tkm,tmd->tkd", w, Y)
     C = torch.einsum("tkm,tmd,tme->tkde", w, Y, Y) - ybar[..., :, None] * ybar[..., None, :]
@@ -250,7 +250,7 @@ def test_field_bounds_claims_follow_the_measurement(rfield):
     assert statuses(dict(rfield, r42=np.where(big, rfield["r42"], 0.0)))[2] == "reproduced"
     assert statuses(dict(rfield, r45_out=rfield["r45_in"], r49_out=rfield["r49_in"]))[4:] == ["reproduced"] * 2
     # A wrong model: weights not normalised (the "usa" field, sum_j e^{<Ax, y_j>} V y_j / m) breaks (40).
-    c = st._field_cases(st.FieldBoundsConfig(draws=4, queries=4, radii=(2.0,), norms_A=(1.0,)), torch.Generator().manual_seed(0))
+    c = st.field_cases(st.FieldBoundsConfig(trials=4, queries=4, radii=(2.0,), norms_A=(1.0,)), torch.Generator().manual_seed(0))
     x, Y, A, V = c["xin"], c["Y"], c["A"], c["V"]
     usa = attend(x @ A.transpose(-1, -2), Y, Y @ V.transpose(-1, -2), 1.0, normalization="usa").norm(dim=-1).amax(-1)
     r40 = (usa / (torch.linalg.matrix_norm(V, ord=2) * c["R"])).numpy()
@@ -282,7 +282,7 @@ def test_closeness_window_claims_follow_the_measurement(rwin):
 
 @pytest.fixture(scope="module")
 def rinit():
-    return st.initial_laws(n=8, seeds=1, deltas=(1e-2, 1e-1), t1=2.0, n_save=6, lip_points=32)
+    return st.initial_laws(n=8, trials=1, deltas=(1e-2, 1e-1), t1=2.0, n_save=6, lip_points=32)
 
 
 def test_initial_laws_small(rinit):
@@ -301,8 +301,9 @@ def test_initial_laws_small(rinit):
     for b in range(3):
         e = torch.zeros(3, dtype=torch.float64)
         e[b] = 1e-6
-        J[:, b] = ((st.rescaled_field_at(x + e, Y, A, V, 0.3) - st.rescaled_field_at(x - e, Y, A, V, 0.3)) / 2e-6)[0, 0].numpy()
-    assert st._rescaled_lipschitz(x, Y, A, V, 0.3).item() == pytest.approx(np.linalg.norm(J, 2), rel=1e-6)
+        J[:, b] = ((rescaled_field_at(x + e, Y, A, V, 0.3) - rescaled_field_at(x - e, Y, A, V, 0.3)) / 2e-6)[0, 0].numpy()
+    lip = torch.linalg.matrix_norm(rescaled_field_jacobian(x, Y, A, V, 0.3), ord=2).amax(-1)
+    assert lip.item() == pytest.approx(np.linalg.norm(J, 2), rel=1e-6)
 
 
 def test_initial_laws_claims_follow_the_measurement(rinit):
@@ -312,7 +313,7 @@ def test_initial_laws_claims_follow_the_measurement(rinit):
 
 @pytest.fixture(scope="module")
 def rcone():
-    return st.cone_collapse(n=8, gammas=(0.05, 0.5), draws=2, t1=30.0, dt=0.1, n_save=31)
+    return st.cone_collapse(n=8, gammas=(0.05, 0.5), trials=2, t1=30.0, dt=0.1, n_save=31)
 
 
 def test_cone_collapse_small(rcone):
@@ -333,7 +334,7 @@ def test_cone_collapse_claims_follow_the_measurement(rcone):
 
 
 def test_top_eigvec_against_spectral_perturbation():
-    r = st.top_eigvec(dims=(3, 5), draws=200)
+    r = st.top_eigvec(dims=(3, 5), trials=200)
     assert r["max_dk_ratio"] <= 1 + 1e-9 and r["max_ratio"] <= lora.DAVIS_KAHAN_CONSTANT
     assert 0 < r["kept"] <= r["drawn"] == 400
     # under (15) the constant of (16) is at most 1 (the chapter's derivation), and well above 0
@@ -345,7 +346,7 @@ def test_top_eigvec_against_spectral_perturbation():
 @pytest.mark.parametrize(
     "fn, kw, err, msg",
     [
-        (st.field_bounds_check, dict(radii=(0.0,)), ValueError, "radii"),
+        (st.field_bounds, dict(radii=(0.0,)), ValueError, "radii"),
         (st.closeness_window, dict(eps=(0.01, 0.1, 0.001)), ValueError, "decreasing"),
         (st.initial_laws, dict(lambdas=(1.0, 0.5)), ValueError, "lambdas"),
         (st.cone_collapse, dict(gammas=(1.5,)), ValueError, "gammas"),

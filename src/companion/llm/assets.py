@@ -35,6 +35,7 @@ __all__ = [
     "find_gguf",
     "smollm2_path",
     "minilm_path",
+    "hidden_size",
     "prepare_corpus",
     "corpus_text",
     "CORPORA",
@@ -135,6 +136,28 @@ def smollm2_path(*, prepare: bool = True) -> Path:
         shutil.rmtree(out)
     tmp.rename(out)
     return out
+
+
+def hidden_size(model_path: Path | str | None = None) -> int:
+    """``hidden_size`` from the config.json of a local model folder (None: the bundled SmolLM2, which
+    must be prepared), no weights loaded.
+
+    Examples
+    --------
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "config.json").write_text('{"hidden_size": 576}')
+    >>> hidden_size(folder)
+    576
+    >>> hidden_size(folder / "missing")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: model_path: cannot read hidden_size from .../missing/config.json (...); pass d
+    """
+    path = Path(smollm2_path(prepare=False) if model_path is None else model_path) / "config.json"
+    try:
+        return int(json.loads(path.read_text())["hidden_size"])
+    except (OSError, KeyError, ValueError) as e:
+        raise ValueError(f"model_path: cannot read hidden_size from {path} ({e}); pass d") from e
 
 
 # ---------------------------------------------------------------- corpora

@@ -23,8 +23,6 @@ module. Everything is float64 on the CPU; transformers is not imported.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 
 from .._validate import check_generator
@@ -386,6 +384,7 @@ def eigengap(V: torch.Tensor) -> torch.Tensor:
     --------
     >>> eigengap(torch.diag(torch.tensor([3.0, 1.0, -2.0], dtype=torch.float64))).item()   # (3 - 2) / 3
     0.3333333333333333
+    >>> import math
     >>> c, s = math.cos(0.3), math.sin(0.3)   # a rotation by 0.3 on top: g = cos 0.3 - 1
     >>> round(eigengap(torch.tensor([[c, -s, 0], [s, c, 0], [0, 0, 0.5]], dtype=torch.float64)).item(), 6)
     -0.044664

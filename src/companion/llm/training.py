@@ -13,8 +13,9 @@ checkpoint, keeps only summaries (:func:`checkpoint_summary`), never weights:
 :func:`run_parts` is the resumable runner: each (rank, seed) run is one part, written atomically
 with its provenance (:func:`companion.provenance.save_result`) as ``<folder>/r<rank>-s<seed>.npz``
 and ``.json``; a part is either complete (it verifies and was computed with the same settings) or
-recomputed, so a killed run continues from the last finished part. :func:`stack_seeds` joins the
-parts of one rank over seeds.
+recomputed, so a killed run continues from the last finished part (:func:`part_settings`: what makes it the
+same run). :func:`stack_seeds` joins the parts of one rank over seeds, :func:`training_result` the parts of
+an experiment into its result (:func:`companion.store.training_from_parts` reads stored ones back).
 
 :func:`split_heldout` cuts one held-out text into training blocks before a cut and scoring blocks after it
 (``llm-training-indomain`` trains on the first 80 % of *Hamlet* and scores on the rest).
@@ -42,17 +43,25 @@ __all__ = [
     "stack_history",
     "train_run",
     "split_heldout",
+    "SPLIT_FIELDS",
     "part_path",
     "load_part",
+    "part_settings",
     "run_parts",
     "stack_seeds",
+    "learning_rates",
+    "training_result",
     "pearson_interval",
 ]
 
 # The per-layer quantities of Prop. 3.3 that :func:`prop33_layers` returns, in order.
 PROP33_FIELDS = ("gap", "a", "b_norm", "E_norm", "margin", "bound", "u1_shift")
-
-# Student t quantiles (two-sided 95 %) for 1..10 degrees of freedom, then the normal 1.96.
+# The token ranges of a held-out text that :func:`split_heldout` returns (and an llm-training-indomain part
+# records as ``new_split``), in this order.
+SPLIT_FIELDS = ("tokens", "train_start", "train_end", "score_start", "score_end")
+# Config fields that do not make a stored part another run (:func:`part_settings`): the progress bars, the
+# random-subspace baseline, the experiment's seed and its list of runs.
+PART_IGNORED = ("progress", "baseline_trials", "seed", "ranks", "seeds")
 
 
 @torch.no_grad()
@@ -73,7 +82,11 @@ def prop33_layers(model, target: str = "v_proj") -> dict[str, np.ndarray]:
     the margin of condition (15), ``gap + a - 2|b| - |E|_op`` (> 0: the proposition applies), the
     right side of bound (16), ``(2|b| + |E|_op) / (gap + a)``, and the measured shift
     ``|u1 - u1~|`` of the top eigenvector (``u1~`` of ``M + dM``, signed so ``<u1, u1~> >= 0``),
-    which (16) bounds up to a constant.
+    which (16) bounds up to a constant. Each layer's pair ``(M, dM)`` goes through
+    :func:`companion.theory.lora.spectral_perturbation` (in float64, on the CPU), written in an
+    orthonormal basis ``Q`` of the span of the rows of ``V`` and of the adapter's ``A`` (``dV = s B A``),
+    which holds the ranges of both: ``(Q^T M Q, Q^T dM Q)`` has the same gap, ``a``, ``|b|``, ``|E|_op``
+    and shift (``M`` is 0 on the rest).
 
     Parameters
     ----------
@@ -96,32 +109,21 @@ def prop33_layers(model, target: str = "v_proj") -> dict[str, np.ndarray]:
     >>> q["a"].tolist(), q["u1_shift"].tolist(), bool((q["margin"] == q["gap"]).all())
     ([0.0, 0.0], [0.0, 0.0], True)
     """
+    from ..theory.lora import spectral_perturbation
+
     out: dict[str, list[float]] = {k: [] for k in PROP33_FIELDS}
     for layer in probes.lora_layers(model, target):
-        W = layer.base_layer.weight.detach().double()
-        dW = probes.lora_delta(layer).to(W.device)
-        _, s, Vh = torch.linalg.svd(W, full_matrices=False)
-        if s.numel() < 2:
+        W = layer.base_layer.weight.detach().double().cpu()
+        if min(W.shape) < 2:
             raise ValueError(f"target: {target} has a rank-1 weight, so V^T V has no spectral gap")
-        u1 = Vh[0]
-        dM = W.T @ dW + dW.T @ W + dW.T @ dW
-        Mu = dM @ u1
-        a = float(u1 @ Mu)
-        b = Mu - a * u1
-        P = torch.eye(W.shape[1], dtype=W.dtype, device=W.device) - torch.outer(u1, u1)
-        E = P @ dM @ P
-        E_norm = float(torch.linalg.eigvalsh((E + E.T) / 2).abs().max())
-        gap, b_norm = float(s[0] ** 2 - s[1] ** 2), float(b.norm())
-        ut = torch.linalg.svd(W + dW, full_matrices=False)[2][0]
-        ut = ut if float(ut @ u1) >= 0 else -ut
-        den = gap + a
-        out["gap"].append(gap)
-        out["a"].append(a)
-        out["b_norm"].append(b_norm)
-        out["E_norm"].append(E_norm)
-        out["margin"].append(den - 2 * b_norm - E_norm)
-        out["bound"].append((2 * b_norm + E_norm) / den if den > 0 else math.inf)
-        out["u1_shift"].append(float((u1 - ut).norm()))
+        dW = probes.lora_delta(layer).cpu()  # scaling * B A: its rows lie in the row space of A
+        # M and dM act within the span of the rows of W and A: the same quantities in an orthonormal basis Q of
+        # that span, a smaller problem where d_out + r < d_in (grouped key/value heads: 192 + r of 576 in SmolLM2).
+        Q = torch.linalg.qr(torch.cat([W, probes._factors(layer)[0].detach().double().cpu()]).T).Q
+        WQ, dWQ = W @ Q, dW @ Q
+        sp = spectral_perturbation(WQ.T @ WQ, WQ.T @ dWQ + dWQ.T @ WQ + dWQ.T @ dWQ)
+        for key, value in zip(PROP33_FIELDS, (sp.gap, sp.a, sp.b_norm, sp.E_norm, sp.margin, sp.bound, sp.drift)):
+            out[key].append(value)
     return {k: np.array(v, dtype=np.float64) for k, v in out.items()}
 
 
@@ -348,6 +350,28 @@ def load_part(path: Path | str, settings: Mapping[str, Any]) -> dict[str, np.nda
     return arrays
 
 
+def part_settings(cfg: Any) -> dict[str, Any]:
+    """What makes a stored part current: every field of the run config ``cfg`` (a dataclass instance)
+    but :data:`PART_IGNORED` (the progress bars, the baseline, the seed and the run list).
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class Runs:
+    ...     steps: int = 12
+    ...     ranks: tuple = (4, 16)
+    ...     seeds: tuple = (0,)
+    ...     progress: bool = False
+    ...     seed: int = 0
+    >>> part_settings(Runs())
+    {'steps': 12}
+    """
+    import dataclasses
+
+    return {k: v for k, v in dataclasses.asdict(cfg).items() if k not in PART_IGNORED}
+
+
 def run_parts(keys: Sequence[tuple[int, int]], compute: Callable[[int, int], Mapping[str, Any]],
               folder: Path | str | None, *, settings: Mapping[str, Any], progress: bool = False,
               log: Callable[[str], None] | None = None) -> dict[tuple[int, int], dict[str, np.ndarray]]:
@@ -478,3 +502,70 @@ def pearson_interval(x: Any, y: Any, level: float = 0.95) -> tuple[float, float,
     r = float(np.corrcoef(x, y)[0, 1])
     z, half = math.atanh(max(min(r, 1 - 1e-15), -1 + 1e-15)), float(norm.ppf(0.5 + level / 2)) / math.sqrt(x.size - 3)
     return r, math.tanh(z - half), math.tanh(z + half)
+
+
+def learning_rates(lr: float, power: float, ranks: Sequence[int]) -> dict[int, float]:
+    """The constant learning rate of each rank ``r``: ``lr * r ** -power``.
+
+    .. math::
+
+        \\eta_r = \\eta\\, r^{-p}
+
+    Examples
+    --------
+    >>> learning_rates(1e-2, 0.5, (1, 4, 16))
+    {1: 0.01, 4: 0.005, 16: 0.0025}
+    """
+    return {int(r): lr * float(r) ** -power for r in ranks}
+
+
+def training_result(cfg: Any, parts: Mapping[tuple[int, int], Mapping[str, np.ndarray]], seeds: Sequence[int], *,
+                    d: int, model: str, generator: torch.Generator) -> dict[str, Any]:
+    """The result of a LoRA training experiment (``llm-training``, ``llm-training-indomain``) from its parts.
+
+    Parameters
+    ----------
+    cfg : the experiment's config (:class:`companion.experiments.llm_probes.training.TrainingConfig`):
+        its ``ranks``, ``baseline_trials``, ``tau``, ``targets``, ``lr``, ``lr_rank_power``, ``steps``,
+        ``batch_size``, ``train_block_len``, ``eval_blocks`` and ``block_len`` are read.
+    parts : (rank, seed) -> the run's arrays (:func:`run_parts`); every rank of ``cfg`` for every seed of ``seeds``.
+    seeds : the seeds kept.
+    d : hidden size of the model (the random-subspace law of the alignment depends on it).
+    model : the model's name or path, as the result names it.
+    generator : draws the ``baseline_trials`` random ``r``-dimensional subspaces of each rank, ranks in order.
+
+    Returns
+    -------
+    dict with ``runs[r]`` (:func:`stack_seeds` of the rank's parts over ``seeds``), ``ranks``, ``seeds``,
+    ``tau``, ``layers``, ``d``, ``targets``, ``lr`` (:func:`learning_rates`), ``random_baseline[r]`` and
+    ``random_baseline_se[r]`` (mean alignment of the random subspaces and its standard error), ``steps``,
+    ``tokens_per_step``, ``eval_tokens``, ``model``; and ``new_split`` (:data:`SPLIT_FIELDS` -> int) when the
+    parts record one, which must then be the same in every part.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> cfg = SimpleNamespace(ranks=(4,), baseline_trials=8, tau=0.2, targets=("v_proj",), lr=1e-2, lr_rank_power=0.5,
+    ...                       steps=2, batch_size=2, train_block_len=8, eval_blocks=1, block_len=8)
+    >>> part = {"step": np.array([0, 2]), "drift": np.zeros((2, 3))}
+    >>> res = training_result(cfg, {(4, 0): part}, [0], d=16, model="tiny", generator=torch.Generator().manual_seed(0))
+    >>> res["layers"], res["lr"], res["runs"][4]["drift"].shape, res["tokens_per_step"]
+    (3, {4: 0.005}, (1, 2, 3), 16)
+    """
+    runs = {int(r): stack_seeds({(r_, s_): p for (r_, s_), p in parts.items() if s_ in set(seeds)}, r)
+            for r in cfg.ranks}
+    samples = {int(r): probes.random_subspace_alignment(d, r, cfg.baseline_trials, generator=generator) for r in cfg.ranks}
+    first = runs[int(cfg.ranks[0])]
+    extra = {}
+    if "new_split" in first:  # llm-training-indomain: every part trained and scored on the same token ranges
+        split = np.concatenate([np.asarray(run["new_split"]).reshape(-1, len(SPLIT_FIELDS)) for run in runs.values()])
+        if (split != split[0]).any():
+            raise ValueError(f"parts: the runs were trained or scored on different token ranges: {np.unique(split, axis=0).tolist()}")
+        extra["new_split"] = dict(zip(SPLIT_FIELDS, (int(x) for x in split[0])))
+    return {**extra, "model": model, "ranks": np.array(cfg.ranks), "seeds": np.array(seeds), "runs": runs, "tau": cfg.tau,
+            "layers": int(np.shape(first["drift"])[-1]), "d": int(d), "targets": tuple(cfg.targets),
+            "lr": learning_rates(cfg.lr, cfg.lr_rank_power, cfg.ranks),
+            "random_baseline": {r: float(a.mean()) for r, a in samples.items()},
+            "random_baseline_se": {r: float(a.std() / math.sqrt(a.numel())) for r, a in samples.items()},
+            "steps": cfg.steps, "tokens_per_step": cfg.batch_size * cfg.train_block_len,
+            "eval_tokens": cfg.eval_blocks * cfg.block_len}

@@ -423,3 +423,13 @@ def interaction_energy(X: torch.Tensor, V: torch.Tensor, beta: float, *, log: bo
     if not log and bool((logE > math.log(torch.finfo(X.dtype).max)).any()):
         raise ValueError(f"E_beta = e^{float(logE.max()):.4g} overflows {X.dtype}: pass log=True for log E_beta")
     return logE if log else torch.exp(logE)
+
+
+# Observables in files of their own (imported last: they may build on the functions above).
+from .circle_w1 import circle_w1_empirical  # noqa: E402
+from .cluster_history import count_history  # noqa: E402
+from .harmonics import harmonic_energy  # noqa: E402
+from .hminus1 import hminus1_distance, hminus1_norm  # noqa: E402
+from .hull import hull_excess  # noqa: E402
+
+__all__ += ["circle_w1_empirical", "count_history", "harmonic_energy", "hminus1_distance", "hminus1_norm", "hull_excess"]

@@ -6,7 +6,7 @@ A model has ``on_sphere`` (bool: the state is retracted onto the unit sphere aft
 ``X : (trials, n, d)``. :func:`companion.integrate.simulate` integrates any object with this protocol
 and refuses, naming what is missing, one without it. Besides the classes below,
 :class:`companion.circle.Circle` (paper D on the circle, in angle form) and
-:class:`companion.experiments.spectral_selection.ModalModel` (paper C's modal coordinates) follow it.
+:class:`companion.models.modal.ModalModel` (paper C's modal coordinates) follow it.
 
 ==============================  =================================================================
 model                           paper and equation
@@ -21,7 +21,11 @@ model                           paper and equation
 :class:`TimeVarying`            A eqs. (6) / (8) with V(t), A(t) varying along depth (piecewise
                                 linear between knots; one knot: the frozen model)
 :class:`LayerMap`               A eq. (18): x <- N(x + (1/L) B_l[mu](x)), one step per layer
-                                (a map, run by :func:`iterate_layers`, not by ``simulate``)
+                                (a map, run by :func:`iterate_layers`, not by ``simulate``);
+                                its LoRA-adapter chains in :mod:`companion.models.layer_maps`
+:class:`HardmaxAttention`       B App. C.1: Algorithm 1 with a hardmax, x_i' = P_{x_i} V x_{j(i)}
+                                (:mod:`companion.models.hardmax`)
+:class:`ModalModel`             C's modal coordinates (:mod:`companion.models.modal`)
 ==============================  =================================================================
 
 The attention models (:class:`Euclidean`, :class:`Rescaled`, :class:`Sphere`) take
@@ -971,3 +975,12 @@ def iterate_layers(model: LayerMap, x0: torch.Tensor, *, save_every: int | None 
             saved.append(X)
     saved.append(X)
     return torch.stack(saved)
+
+
+# Model families in files of their own (imported last: they build on the classes above).
+from .hardmax import HardmaxAttention  # noqa: E402
+from .layer_maps import adapter_chain, coupled_samples, layer_map_samples, near_u1, weak_observable  # noqa: E402
+from .modal import ModalModel, pure_mode_jacobian  # noqa: E402
+
+__all__ += ["HardmaxAttention", "ModalModel", "pure_mode_jacobian", "adapter_chain", "coupled_samples",
+            "layer_map_samples", "near_u1", "weak_observable"]

@@ -7,8 +7,8 @@ Pure closed forms, no simulation:
   stationary deviation of prediction (21) and of Theorem D.4 (which sums from i = 1), and the exact
   stationary value of the synchronised limit, a Bingham law on S^2 (derived, see
   :func:`bingham_deviation`);
-* the depth transition: the constants of Theorem 4.6 (``c11, C_sub, a*, p*, T_dom``) and its exit-time
-  bound, plus the hard-argmax switch time of the rescaled dynamics (derived), a second prediction
+* the depth transition: the gap of Assumption 4.5, the constants of Theorem 4.6 (``c11, C_sub, a*,
+  p*, T_dom``) and its exit-time bound, plus the hard-argmax switch time of the rescaled dynamics (derived), a second prediction
   of the exit time.
 """
 from __future__ import annotations
@@ -28,7 +28,9 @@ __all__ = [
     "stationary_deviation",
     "bingham_deviation",
     "DepthBound",
+    "dominance_gap",
     "depth_bound",
+    "tube_bound",
     "exit_time_bound",
     "switch_time",
 ]
@@ -200,6 +202,28 @@ class DepthBound:
     sign: int
 
 
+def dominance_gap(eigvals) -> float:
+    r"""Assumption 4.5's gap of a real spectrum, ``lambda_1`` its largest value.
+
+    .. math:: {\rm gap} = \lambda_1 - \max_{k \ge 2} |\lambda_k| ,
+
+    rounded to 15 decimals (so that a double eigenvalue gives exactly 0).
+
+    Parameters
+    ----------
+    eigvals : (d,) real eigenvalues, d >= 2, in any order.
+
+    Examples
+    --------
+    >>> dominance_gap([1.0, 0.99]), dominance_gap([1.0, 1.0]), dominance_gap([1.0, -1.0])
+    (0.01, 0.0, 0.0)
+    """
+    lam = np.sort(np.asarray(eigvals, dtype=float))[::-1]
+    if lam.size < 2:
+        raise ValueError(f"eigvals needs at least two eigenvalues, got {lam.tolist()}")
+    return float(round(lam[0] - np.abs(lam[1:]).max(), 15))
+
+
 def depth_bound(clusters, Q, K, V_tilde, *, n: int, delta: float, M: float) -> DepthBound:
     r"""Theorem 4.6 (paper A): the constants of the exit-time bound, for the tightest valid choice.
 
@@ -306,6 +330,40 @@ def depth_bound(clusters, Q, K, V_tilde, *, n: int, delta: float, M: float) -> D
     if best is None:
         raise ValueError("Assumption 4.5 fails: no occupied non-maximal cluster c_- with ell(c_-) > 0 for either sign of ell")
     return best
+
+
+def tube_bound(clusters, Q, K, V_tilde, *, n: int, delta: float) -> DepthBound | None:
+    r""":func:`depth_bound` with ``M`` read from the 2 delta tube around the clusters, or None where
+    Assumption 4.5 fails.
+
+    .. math:: M = \max_{c \in \mathcal C,\ p} |c_p| + 2\delta ,
+
+    a bound on ``|phi_p^*(z)|`` within ``2 delta`` of a cluster when the dual eigenvectors
+    ``phi_p^*`` of ``V_tilde`` are the coordinates (``V_tilde`` diagonal, as in App. E.1.1 / E.3.1).
+
+    Parameters
+    ----------
+    clusters : (k, d); Q, K, V_tilde : (d, d); n : tokens; delta : cluster radius.
+
+    Returns
+    -------
+    DepthBound or None
+        The constants of :func:`depth_bound`; None when it refuses the configuration (no simple
+        dominant eigenvalue, ``c11 <= 0``, no cluster ``c_-``).
+
+    Examples
+    --------
+    >>> C = torch.tensor([[2.0, 0.0], [1.0, 1.0], [-1.0, 0.0]])
+    >>> round(tube_bound(C, torch.eye(2), torch.eye(2), torch.diag(torch.tensor([1.0, 0.9])), n=3, delta=0.1).M, 3)
+    2.2
+    >>> tube_bound(C, torch.eye(2), torch.eye(2), torch.eye(2), n=3, delta=0.1) is None  # a double eigenvalue
+    True
+    """
+    M = float(np.abs(np.asarray(torch.as_tensor(clusters, dtype=torch.float64).cpu())).max() + 2 * delta)
+    try:
+        return depth_bound(torch.as_tensor(clusters), Q, K, V_tilde, n=n, delta=delta, M=M)
+    except ValueError:
+        return None  # Assumption 4.5 fails for this configuration
 
 
 def exit_time_bound(T_delta: float, bound: DepthBound) -> float:

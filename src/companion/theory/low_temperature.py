@@ -38,6 +38,7 @@ __all__ = [
     "maximiser",
     "vmf_mean_length",
     "vmf_mixture_density",
+    "vmf_mixture_density_floor",
     "vmf_mixture_softmax_mean",
     "capped_uniform_density",
     "capped_uniform_softmax_error",
@@ -591,6 +592,32 @@ def vmf_mixture_density(Y, weights, centres, kappas) -> torch.Tensor:
     w, mu, k = _mixture(weights, centres, kappas, Y)
     expo = _log_vmf_normaliser(k) + k * (Y @ mu.T)  # (..., K)
     return (w * torch.exp(expo)).sum(-1)
+
+
+def vmf_mixture_density_floor(weights, centres, kappas) -> float:
+    r"""A lower bound of the density of ``rho = sum_k w_k vMF(mu_k, kappa_k)`` on S^2 (Assumption 3's l_0).
+
+    Each component is smallest at its antipode ``-mu_k``, so
+
+    .. math::
+
+        \min_{y \in S^2} f(y) \;\ge\; \sum_k w_k\, \frac{\kappa_k}{4\pi\sinh\kappa_k}\, e^{-\kappa_k}
+        \qquad (\kappa_k = 0: \ \tfrac{1}{4\pi}),
+
+    with equality for one component. Arguments as for :func:`vmf_mixture_density` (checked the same way).
+
+    Examples
+    --------
+    >>> round(vmf_mixture_density_floor([1.0], [[0.0, 0.0, 1.0]], [0.0]) * 4 * math.pi, 12)  # uniform: 1 / (4 pi)
+    1.0
+    >>> floor = vmf_mixture_density_floor([0.5, 0.5], [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]], [0.0, 4.0])
+    >>> Y = torch.nn.functional.normalize(torch.randn(10000, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0)), dim=-1)
+    >>> bool(vmf_mixture_density(Y, [0.5, 0.5], [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]], [0.0, 4.0]).min() >= floor)
+    True
+    """
+    _mixture(weights, centres, kappas, torch.zeros(3, dtype=torch.float64))
+    return sum(w * float(vmf_mixture_density(-torch.tensor(c, dtype=torch.float64), [1.0], [c], [k]))
+               for w, c, k in zip(weights, centres, kappas))
 
 
 def vmf_mixture_softmax_mean(x, B, beta: float, weights, centres, kappas) -> torch.Tensor:

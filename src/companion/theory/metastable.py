@@ -19,10 +19,10 @@ import numpy as np
 import scipy.special
 import torch
 
-from .._validate import check_beta, check_normalization, check_positive
+from .._validate import check_beta, check_normalization
 
 __all__ = ["growth_rate", "gamma_k", "k_max", "linear_time", "predicted_centres", "hminus1_mean_square",
-           "dominant_mode_quantiles", "neighbour_exponent", "cluster_instability_rate"]
+           "dominant_mode_quantiles", "neighbour_exponent", "cluster_instability_rate", "plateau_slope"]
 
 
 def growth_rate(l: Any, beta: float, d: int = 2, normalization: str = "usa") -> np.ndarray:
@@ -312,3 +312,24 @@ def cluster_instability_rate(beta: float, k: int, normalization: str = "usa") ->
     if normalization == "softmax":
         rate /= float((math.exp(beta) + np.exp(beta * np.cos(x)).sum()) / k)  # the self-weight e^beta included
     return rate
+
+
+def plateau_slope(beta: float, normalization: str = "usa") -> float:
+    r"""The derived slope of the k_max-cluster plateau against ln N: the neighbouring modes' exponent
+    over the instability rate of the k_max-cluster state (nan when k_max = 1: nothing to merge).
+
+    .. math::
+
+        rac{d\,(	ext{plateau})}{d \ln N} pprox rac{e(eta)}{\lambda(eta, k_{\max})},
+
+    with :math:`e` of :func:`neighbour_exponent` (an asymmetry of size :math:`N^{-e}` when the clusters
+    form) and :math:`\lambda` of :func:`cluster_instability_rate` (the rate at which it grows until two
+    clusters merge). A derived heuristic, not a statement of paper D.
+
+    Examples
+    --------
+    >>> round(plateau_slope(2.0), 2), math.isnan(plateau_slope(1.0))
+    (1.13, True)
+    """
+    k = k_max(beta)
+    return neighbour_exponent(beta, normalization) / cluster_instability_rate(beta, k, normalization) if k >= 2 else math.nan

@@ -10,7 +10,8 @@ Pure-mode equilibria ``x_i* = s_i e_p`` (Section 5) with ``n_+`` tokens at ``+e_
 ``-gamma_-`` (multiplicity n_- - 1) and the 2x2 mean block ``B_k`` (appendix A.2). This module
 gives those pieces, Remark 5.3's ``sigma(c, r)``, the criteria of Proposition 5.1 and Theorem 5.2
 (as stated, and the block criterion that also covers single-token groups), the balanced-bipolar
-coefficient ``alpha(M) = tanh(beta M)`` and the Theorem 6.1 cone bound.
+coefficient ``alpha(M) = tanh(beta M)`` and the Theorem 6.1 cone bound; :func:`pure_state` builds the
+equilibrium and :func:`spectrum_distance` holds a computed spectrum against the closed form.
 """
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ import torch
 from .._validate import as_tokens, check_beta, check_positive
 
 __all__ = [
-    "c_beta",
     "sigma",
     "gammas",
     "sign_split_weights",
@@ -37,6 +37,8 @@ __all__ = [
     "bipolar_dM",
     "cone_ratio_bound",
     "threshold_beta",
+    "pure_state",
+    "spectrum_distance",
 ]
 
 
@@ -68,22 +70,6 @@ def _lambdas(lambdas: Sequence[float] | torch.Tensor, p: int) -> torch.Tensor:
     if int(p) != p or not 0 <= p < lam.numel():
         raise ValueError(f"p must be an index in [0, {lam.numel()}), got {p!r}")
     return lam
-
-
-def c_beta(lambda_p: float, beta: float) -> float:
-    r"""``c_beta(lambda_p) = exp(2 beta lambda_p)`` (Theorem 5.2).
-
-    .. math::
-
-        c_\beta(\lambda_p) = e^{2\beta\lambda_p} .
-
-    Examples
-    --------
-    >>> round(c_beta(0.5, 1.0), 6)
-    2.718282
-    """
-    beta = check_beta(beta)
-    return math.exp(2.0 * beta * float(lambda_p))
 
 
 def sigma(c: float | torch.Tensor, r: float | torch.Tensor) -> float | torch.Tensor:
@@ -529,3 +515,60 @@ def cone_ratio_bound(R0: torch.Tensor, delta: float | torch.Tensor, lambda_1: fl
     if (dl <= 0).any():
         raise ValueError("delta must be > 0 (one-sided cone data)")
     return R0 * torch.exp(-dl * (lambda_1 - lk.abs()) * t)
+
+
+def pure_state(V: torch.Tensor, p: int, n_plus: int, n_minus: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The pure-mode equilibrium ``x_i* = s_i e_p`` (n_+ tokens at +e_p first, then n_- at -e_p).
+
+    Parameters
+    ----------
+    V : (d, d) symmetric; p : the index of the eigenvector, in ascending order of the eigenvalues;
+    n_plus, n_minus : the numbers of tokens at +e_p and at -e_p.
+
+    Returns
+    -------
+    (X*, lambdas, E): X* (n, d), the ascending eigenvalues (d,) and eigenvectors (d, d) of V
+    (``torch.linalg.eigh``), in float64.
+
+    Examples
+    --------
+    >>> X, lam, E = pure_state(torch.diag(torch.tensor([2.0, -1.0], dtype=torch.float64)), 1, 1, 1)
+    >>> X.abs().tolist(), lam.tolist()
+    ([[1.0, 0.0], [1.0, 0.0]], [-1.0, 2.0])
+    """
+    lam, E = torch.linalg.eigh(torch.as_tensor(V, dtype=torch.float64))
+    s = torch.tensor([1.0] * n_plus + [-1.0] * n_minus, dtype=lam.dtype)
+    return s[:, None] * E[:, p][None, :], lam, E
+
+
+def spectrum_distance(a: torch.Tensor, b: torch.Tensor) -> float:
+    r"""The largest distance between matched eigenvalues of two spectra, e.g. a Jacobian's against a closed form.
+
+    .. math::
+
+        \max_i |a_i - b_{\pi(i)}|, \qquad \pi = \operatorname{arg\,min}_\pi \sum_i |a_i - b_{\pi(i)}| ,
+
+    the matching ``pi`` being the one of least total distance
+    (:func:`scipy.optimize.linear_sum_assignment`), so that the order of either list does not matter.
+
+    Parameters
+    ----------
+    a, b : (m,) real or complex tensors (same length for a full matching).
+
+    Returns
+    -------
+    float (0.0 for empty spectra).
+
+    Examples
+    --------
+    >>> a = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
+    >>> round(spectrum_distance(a, torch.tensor([-2.0, 0.5, 1.001], dtype=torch.float64)), 12)  # any order
+    0.001
+    >>> spectrum_distance(torch.tensor([1j, -1j]), torch.tensor([-1j, 1j]))
+    0.0
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    cost = (a[:, None] - b[None, :]).abs().cpu().numpy()
+    r, c = linear_sum_assignment(cost)
+    return float(cost[r, c].max()) if len(r) else 0.0

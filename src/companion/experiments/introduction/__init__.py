@@ -1,0 +1,15 @@
+"""Experiments of the introduction: the classic clustering picture and the consensus manifold.
+
+* :mod:`.clustering` (``intro-clustering``): tokens on S^2 with Q = K = V = I, beta = 1, n = 64, from
+  uniform initial positions, collapse into clusters and then into one.
+* :mod:`.consensus` (``intro-consensus``): on the consensus manifold (all tokens at one point) the
+  simulator against the closed form of paper C, Sec. 4.1 (:mod:`companion.theory.consensus`).
+"""
+from __future__ import annotations
+
+# Imported in the order the experiments were declared in, which is their order in the registry.
+from .clustering import ONE_CLUSTER_PARTLY, ClusteringConfig, clustering, clustering_claims, plot_clustering
+from .consensus import TOL_EXACT, TOL_SLOPE, ConsensusConfig, consensus, consensus_claims, plot_consensus
+
+__all__ = ["ClusteringConfig", "clustering", "plot_clustering", "clustering_claims", "ONE_CLUSTER_PARTLY",
+           "ConsensusConfig", "consensus", "plot_consensus", "consensus_claims", "TOL_EXACT", "TOL_SLOPE"]

@@ -1,0 +1,307 @@
+"""``llm-random-adapters``: paper A's Fig. 2, base-domain perplexity under random LoRA adapters against their norm."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from ... import fits, ledger
+from ..._validate import check_positive
+from ...registry import PaperScale, claims_for, experiment
+from ._common import CHAPTER, _ax, _eval_ids, _load
+
+__all__ = [
+    "RandomAdaptersConfig", "PROFILES_RANDOM", "PAPER_RANDOM", "FLAT_RATIO", "BROKEN_RATIO", "SMOOTH_WIDTH",
+    "TRANSITION_WIDTH", "RANK_SPREAD", "random_adapters", "transition_norm", "adapter_summary", "random_adapters_claims",
+    "plot_random_adapters",
+]
+
+# Fig. 2 "unchanged": perplexity within 5 % of the base, about the fast profile's sampling noise.
+FLAT_RATIO = 1.05
+# Fig. 2 "destroyed past the transition" and the transition itself: perplexity doubled.
+BROKEN_RATIO = 2.0
+# A transition, not a smooth rise: a second-order response ln(ppl/base) = c |dV|^2 goes from +5 % to x2 over a
+# factor sqrt(ln 2 / ln 1.05) = 3.77 in norm; a transition does it over a narrower factor.
+SMOOTH_WIDTH = math.sqrt(math.log(BROKEN_RATIO) / math.log(FLAT_RATIO))
+# The transition itself: from +5 % to x2 within the factor a response cubic in the norm needs, (ln 2 / ln 1.05)^(1/3)
+# = 2.42, one power steeper than the second-order response, which therefore fails this check instead of sitting on it.
+TRANSITION_WIDTH = (math.log(BROKEN_RATIO) / math.log(FLAT_RATIO)) ** (1 / 3)
+# Rank independence: the doubling norms of ranks 1, 8, 64 agree within 25 % (max/min <= 1.25).
+RANK_SPREAD = 0.25
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomAdaptersConfig:
+    """Random LoRA adapters (Assumption 4.1) on a causal LM.
+
+    ``eval_blocks`` held-out BBC blocks of ``block_len`` tokens; LoRA ranks ``ranks``; per-layer
+    Frobenius norms ``norms`` (increasing; dense enough around the transition that every other norm
+    gives nearly the same crossings, which is how their uncertainty is read); ``targets``: groups of module names perturbed together, one curve set
+    each; ``trials`` independent adapters per (rank, norm), whose scatter is the measurement's
+    uncertainty; ``model_path``: a local Hugging Face folder (None: the bundled SmolLM2); ``seed``:
+    rank ``r`` draws its factors from ``seed + 1000 r``; ``progress``: show progress bars.
+
+    Examples
+    --------
+    >>> RandomAdaptersConfig().ranks, RandomAdaptersConfig().targets
+    ((1, 8, 64), (('v_proj',),))
+    """
+
+    eval_blocks: int = 2
+    block_len: int = 128
+    ranks: tuple[int, ...] = (1, 8, 64)
+    norms: tuple[float, ...] = tuple(float(2 ** (k / 3)) for k in range(3, 13))  # 2 to 16, ratio 2^(1/3)
+    targets: tuple[tuple[str, ...], ...] = (("v_proj",),)
+    trials: int = 1
+    model_path: str | None = None
+    seed: int = 0
+    progress: bool = False
+
+
+PROFILES_RANDOM = {"fast": RandomAdaptersConfig(),
+                   "full": RandomAdaptersConfig(eval_blocks=8, block_len=128, trials=3,
+                                                norms=tuple(float(2 ** (k / 4)) for k in range(2, 19)), progress=True)}
+PAPER_RANDOM = PaperScale(
+    values={"model_path": "Qwen3-0.6B"},
+    deviations={"model_path": "Qwen3-0.6B weights cannot be fetched offline; the bundled SmolLM2-135M"},
+    note="The paper states neither the ranks nor the norms, draws or evaluation set of Fig. 2. Chosen: ranks 1, 8, 64, "
+         "17 per-layer norms from 1.4 to 22.6 (ratio 2^(1/4)) around the doubling norm, 3 draws each, 1,024 held-out "
+         "BBC tokens; value projections only (Theorem 4.2 perturbs V).")
+
+
+def transition_norm(norms: Sequence[float], ppl: Sequence[float], ppl0: float, factor: float = 2.0) -> float:
+    """Norm at which perplexity first reaches ``factor * ppl0``, log-log interpolated; nan if never.
+
+    Examples
+    --------
+    >>> round(transition_norm([1, 10, 100], [10, 10, 40], 10.0), 3)   # 20 = 10 * 2: log-interp
+    31.623
+    """
+    t = math.log(check_positive(factor, "factor"))
+    return float(np.exp(fits.first_crossing(np.log(np.asarray(norms, float)), np.log(np.asarray(ppl, float) / ppl0), t)))
+
+
+def plot_random_adapters(result: dict, ax=None, key: str = "v_proj"):
+    """Perplexity against random-adapter norm, one line per rank (paper A, Fig. 2).
+
+    Parameters
+    ----------
+    result : dict
+        What :func:`random_adapters` returns.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; None opens a new figure.
+    key : str
+        Which adapted module's curves to draw, a key of ``result["curves"]`` (default ``"v_proj"``).
+
+    Returns
+    -------
+    ax : matplotlib.axes.Axes
+        The axes drawn on.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> res = {"ranks": np.array([1, 8]), "norms": np.array([1.0, 2.0]), "ppl0": 10.0,
+    ...        "curves": {"v_proj": {"ppl": np.array([[10.0, 12.0], [10.0, 30.0]])}}}
+    >>> [line.get_label() for line in plot_random_adapters(res).get_lines()]
+    ['r = 1', 'r = 8', 'base']
+    """
+    ax = _ax(ax)
+    c = result["curves"][key]
+    for r, row in zip(result["ranks"], c["ppl"]):
+        ax.plot(result["norms"], row, "o-", label=f"r = {r}")
+    ax.axhline(result["ppl0"], color="k", ls=":", label="base")
+    ax.set(xscale="log", yscale="log", xlabel=r"$\|\Delta V_\ell\|_F$ per layer", ylabel="BBC perplexity",
+           title=f"random adapters on {key} (llm-random-adapters)")
+    ax.legend(fontsize=8)
+    return ax
+
+
+@experiment("llm-random-adapters", chapter=CHAPTER, profiles=PROFILES_RANDOM, paper=PAPER_RANDOM,
+            plot=plot_random_adapters, renamed={"draws": "trials"})
+def random_adapters(cfg: RandomAdaptersConfig, generator: torch.Generator, device) -> dict[str, Any]:
+    """Fig. 2: base-domain perplexity under random LoRA adapters (Assumption 4.1) against their norm.
+
+    Profiles: ``fast`` 256 held-out tokens, 10 norms from 2 to 16, one trial; ``full`` 1,024 tokens,
+    17 norms from 1.4 to 22.6, three trials (see :class:`RandomAdaptersConfig`); ``v_proj`` only.
+
+    Returns
+    -------
+    dict with ``ppl0`` (base perplexity), ``norms`` (N,), ``ranks`` (R,), ``draws`` (the trials),
+    ``mean_base_v_norm``, ``tokens``, ``model`` and ``curves[key]`` per target group:
+    ``ppl_draws`` (R, D, N), ``ppl`` (R, N) their geometric mean over the D trials, and
+    ``transition_norm`` (R,) (the norm where ``ppl`` doubles, nan if never).
+
+    Examples
+    --------
+    >>> from companion.registry import get
+    >>> full = get("llm-random-adapters").configure("full")
+    >>> full.trials, len(full.norms), full.eval_blocks * full.block_len
+    (3, 17, 1024)
+    """
+    from tqdm.auto import tqdm
+
+    from ...llm import probes
+
+    model, tok, path = _load(cfg.model_path, device)
+    ids = _eval_ids(tok, "bbc", cfg.block_len, cfg.eval_blocks)
+    ppl0 = probes.perplexity(model, ids)
+    v_norm = float(np.mean([float(torch.linalg.matrix_norm(m.weight.detach().double()))
+                            for n, m in model.named_modules() if n.endswith("v_proj")]))
+    out: dict[str, Any] = {"model": path, "ppl0": ppl0, "norms": np.array(cfg.norms),
+                           "ranks": np.array(cfg.ranks), "draws": int(cfg.trials), "mean_base_v_norm": v_norm,
+                           "tokens": int(ids.numel()), "curves": {}}
+    if int(cfg.trials) < 1:
+        raise ValueError(f"trials must be >= 1, got {cfg.trials}")
+    for targets in cfg.targets:
+        key = "+".join(targets)
+        draws = np.zeros((len(cfg.ranks), int(cfg.trials), len(cfg.norms)))
+        for i, r in enumerate(cfg.ranks):
+            pm = probes.add_lora(model, r, targets=targets)
+            g = torch.Generator().manual_seed(cfg.seed + 1000 * r)  # one stream per rank, as in every earlier run
+            for j, nrm in enumerate(tqdm(cfg.norms, disable=not cfg.progress, desc=f"{key} r={r}", leave=False)):
+                for k in range(int(cfg.trials)):
+                    for t in targets:
+                        probes.set_random_adapter(pm, nrm, generator=g, target=t)
+                    draws[i, k, j] = probes.perplexity(pm, ids)
+            model = pm.unload()  # back to the bare base model
+        ppl = np.exp(np.log(draws).mean(1))
+        trans = np.array([transition_norm(cfg.norms, ppl[i], ppl0, BROKEN_RATIO) for i in range(len(cfg.ranks))])
+        out["curves"][key] = {"ppl": ppl, "ppl_draws": draws, "transition_norm": trans}
+    return out
+
+
+def _crossings(norms: np.ndarray, ratio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per rank, the norms where perplexity / base first reaches FLAT_RATIO and BROKEN_RATIO (nan when
+    it never does, or, for the first, when the smallest norm is not flat: the rise is not bracketed)."""
+    flat = np.array([transition_norm(norms, row, 1.0, FLAT_RATIO) if row[0] <= FLAT_RATIO else np.nan for row in ratio])
+    broken = np.array([transition_norm(norms, row, 1.0, BROKEN_RATIO) for row in ratio])
+    return flat, broken
+
+
+def _draw_noise(ratio: np.ndarray) -> float:
+    """RMS of ln(ppl/base) over the norms below each rank's +5 % crossing: the scatter one random draw per
+    norm leaves where the true ratio is about 1 (an upper estimate: the rise has begun there)."""
+    vals: list[float] = []
+    for row in ratio:
+        hit = np.flatnonzero(row >= FLAT_RATIO)
+        vals.extend(np.log(row[: hit[0] if hit.size else row.size]).tolist())
+    return float(np.sqrt(np.mean(np.square(vals)))) if vals else math.nan
+
+
+def adapter_summary(result: dict[str, Any], key: str = "v_proj") -> dict[str, Any]:
+    """The numbers Fig. 2's claims read from a :func:`random_adapters` result.
+
+    Per rank, ``flat_norm`` and ``doubling_norm``: where perplexity / base (geometric mean over the
+    draws) first reaches 1.05 and 2 (log-log interpolated); ``width``: the largest
+    ``doubling_norm / flat_norm`` over ranks (the factor in norm over which the loss goes from
+    unchanged to doubled); ``exponent``: the power ``p`` of a response ``ln(ppl/base) ~ norm^p``
+    with that width, ``ln(ln 2 / ln 1.05) / ln(width)``; ``spread``: max / min over ranks of the
+    doubling norm. Each has an uncertainty ``*_err``, two errors added in quadrature: how much it
+    changes when read off every other norm of the grid, both ends kept (the interpolation's own
+    error), and the draw-to-draw scatter: with several draws, the standard error over draws of the
+    same number computed draw by draw; with one draw, how much it moves when the two levels move by
+    ``noise``, the RMS of ln(ppl/base) below the +5 % crossing (an upper estimate: the rise has
+    begun there). ``noise`` with several draws is the RMS of ln(ppl_draw / ppl_mean).
+    ``ratio_small`` and ``ratio_large``: perplexity / base at the smallest and largest norm (max
+    and min over ranks).
+
+    Examples
+    --------
+    >>> norms = np.geomspace(1, 16, 9)
+    >>> ppl = 10 * np.exp(0.01 * np.vstack([norms ** 2, (norms / 1.1) ** 2]))  # a smooth quadratic rise
+    >>> s = adapter_summary({"ppl0": 10.0, "norms": norms, "curves": {"v_proj": {"ppl": ppl}}})
+    >>> round(s["width"], 2), round(s["exponent"], 2), round(s["spread"], 2)  # exact: 3.77, p = 2, ranks 10 % apart
+    (3.81, 1.98, 1.08)
+    >>> round(s["noise"], 3), round(s["width_err"], 2)  # a smooth curve's start counts as scatter: an upper estimate
+    (0.024, 1.64)
+    >>> wobble = np.exp(0.01 * np.array([-1.0, 0.0, 1.0]))[None, :, None]  # three draws, +-1 % apart
+    >>> s3 = adapter_summary({"ppl0": 10.0, "norms": norms, "curves": {"v_proj": {"ppl": ppl, "ppl_draws": ppl[:, None] * wobble}}})
+    >>> round(s3["noise"], 4), s3["width_err"] < s["width_err"]
+    (0.0082, True)
+    """
+    c = result["curves"][key]
+    ppl, ppl0 = np.asarray(c["ppl"], float), float(result["ppl0"])
+    norms, ratio = np.asarray(result["norms"], float), ppl / ppl0
+    flat, broken = _crossings(norms, ratio)
+    coarse = np.unique(np.r_[np.arange(0, norms.size, 2), norms.size - 1])  # every other norm, both ends kept
+    flat2, broken2 = _crossings(norms[coarse], ratio[:, coarse])
+    width, width2 = float(np.max(broken / flat)), float(np.max(broken2 / flat2))
+    spread, spread2 = float(broken.max() / broken.min()), float(broken2.max() / broken2.min())
+    draws = np.asarray(c["ppl_draws"], float) / ppl0 if "ppl_draws" in c else None
+    if draws is not None and draws.shape[1] >= 2:
+        n = draws.shape[1]
+        noise = float(np.sqrt(np.mean(np.square(np.log(draws / ratio[:, None])))))
+        each = [_crossings(norms, draws[:, k]) for k in range(n)]
+        widths = np.array([np.max(b / f) for f, b in each])
+        spreads = np.array([b.max() / b.min() for _, b in each])
+        width_noise = float(np.std(widths, ddof=1) / math.sqrt(n))  # nan when a draw's rise is not bracketed
+        spread_noise = float(np.std(spreads, ddof=1) / math.sqrt(n))
+    else:
+        noise = _draw_noise(ratio)
+
+        def at(level):  # crossing norms per rank at a level moved by the noise
+            return np.array([transition_norm(norms, row, 1.0, level) for row in ratio])
+
+        if math.isfinite(noise):
+            lo, hi = math.exp(-noise), math.exp(noise)
+            widths_ = [float(np.max(at(BROKEN_RATIO * b) / at(FLAT_RATIO * f))) for f, b in ((lo, hi), (hi, lo))]
+            spreads_ = [float(x.max() / x.min()) for x in (at(BROKEN_RATIO * lo), at(BROKEN_RATIO * hi))]
+            width_noise = max(abs(w - width) for w in widths_)
+            spread_noise = max(abs(x - spread) for x in spreads_)
+        else:  # no norm below the +5 % level: the scatter, hence the uncertainty, is unknown
+            width_noise = spread_noise = math.nan
+    width_err = math.hypot(width - width2, width_noise)
+    levels = math.log(math.log(BROKEN_RATIO) / math.log(FLAT_RATIO))
+    exponent = levels / math.log(width) if width > 1 else math.nan
+    return {"ratio_small": float(ratio[:, 0].max()), "ratio_large": float(ratio[:, -1].min()),
+            "flat_norm": flat.tolist(), "doubling_norm": broken.tolist(), "noise": noise,
+            "width": width, "width_err": width_err, "exponent": exponent,
+            "exponent_err": levels * width_err / (width * math.log(width) ** 2) if width > 1 else math.nan,
+            "spread": spread, "spread_err": math.hypot(spread - spread2, spread_noise)}
+
+
+@claims_for("llm-random-adapters")
+def random_adapters_claims(result: dict[str, Any], cfg: RandomAdaptersConfig) -> list[ledger.Claim]:
+    """Fig. 2: a transition, the loss going from unchanged (+5 %) to doubled over a factor in norm no
+    wider than a response cubic in the norm would need (:data:`TRANSITION_WIDTH`), so that the smooth
+    second-order response (:data:`SMOOTH_WIDTH`) fails; the doubling norm the same for every rank
+    (:data:`RANK_SPREAD`). Each measurement carries its uncertainty (interpolation and draw-to-draw
+    scatter, :func:`adapter_summary`): a verdict it could flip is partly.
+
+    Examples
+    --------
+    >>> norms = np.geomspace(1, 16, 9)
+    >>> sharp = 10 * np.exp(0.01 * np.vstack([norms ** 4, (norms / 1.05) ** 4]) / 10)  # ln ratio ~ norm^4
+    >>> res = {"ppl0": 10.0, "norms": norms, "tokens": 256, "curves": {"v_proj": {"ppl": sharp}}}
+    >>> [c.status for c in random_adapters_claims(res, RandomAdaptersConfig())]
+    ['reproduced', 'reproduced']
+    >>> smooth = 10 * np.exp(0.02 * np.vstack([norms ** 1.5, (norms / 1.5) ** 1.5]))  # a slow rise, ranks 50 % apart
+    >>> res["curves"]["v_proj"]["ppl"] = smooth
+    >>> [c.status for c in random_adapters_claims(res, RandomAdaptersConfig())]
+    ['not-reproduced', 'not-reproduced']
+    """
+    s = adapter_summary(result)
+    return [
+        ledger.Claim(
+            id="A-fig2-norm-transition-smollm2", paper="A", where="Sec. 4.1.2, Fig. 2",
+            statement="Random adapters leave the base loss unchanged at small norm and destroy it past a transition norm: "
+                      "the loss goes from unchanged to doubled over a narrow range of norms, narrower than a smooth "
+                      "second-order rise",
+            verdict=ledger.within(s["width"], s["width_err"], TRANSITION_WIDTH, scale=TRANSITION_WIDTH),
+            measured=s["width"],
+            expected=f"doubling norm / norm of +{FLAT_RATIO - 1:.0%}, max over ranks, <= {TRANSITION_WIDTH:.3g} "
+                     f"(ln(ppl) rising at least like norm^3; a smooth rise ln(ppl) ~ norm^2 gives {SMOOTH_WIDTH:.3g})",
+            tolerance=TRANSITION_WIDTH, uncertainty=s["width_err"]),
+        ledger.Claim(
+            id="A-fig2-rank-independence-smollm2", paper="A", where="Sec. 4.1.2, Fig. 2",
+            statement="At fixed Frobenius norm the random-adapter loss does not depend on the rank "
+                      f"({', '.join(str(int(r)) for r in cfg.ranks)})",
+            verdict=ledger.within(s["spread"], s["spread_err"], 1 + RANK_SPREAD, scale=RANK_SPREAD),
+            measured=s["spread"], expected=f"max/min over ranks of the doubling norm <= {1 + RANK_SPREAD:g}",
+            tolerance=RANK_SPREAD, uncertainty=s["spread_err"]),
+    ]

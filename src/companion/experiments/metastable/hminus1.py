@@ -1,0 +1,140 @@
+"""metastable-hminus1: Lemma E.3, the H^{-1} norm of the initial perturbation mu_N - uniform of N
+i.i.d. uniform tokens scales as N^{-1/2}, with its constant N E||rho_0||^2 = pi^2 / 3."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from ... import fits, ledger
+from ...init import uniform_angles
+from ...metrics.hminus1 import hminus1_norm
+from ...registry import PaperScale, claims_for, experiment
+from ...theory.metastable import hminus1_mean_square
+
+__all__ = ["Hminus1Config", "hminus1", "plot_hminus1", "hminus1_claims", "TOL_SIGMA", "PARTLY_SIGMA"]
+
+# Lemma E.3: a slope or a constant more than 3 standard errors from theory is a discrepancy; 5: a clear one.
+TOL_SIGMA = 3.0
+PARTLY_SIGMA = 5.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Hminus1Config:
+    """The H^{-1} norm of the initial perturbation: ``trials`` draws of ``n`` i.i.d. uniform angles for
+    each n of ``ns`` (drawn in that order from one generator seeded ``seed``).
+
+    Examples
+    --------
+    >>> Hminus1Config().ns
+    (100, 1000, 10000, 100000)
+    """
+
+    ns: tuple[int, ...] = (100, 1_000, 10_000, 100_000)
+    trials: int = 200
+    seed: int = 6
+
+
+def plot_hminus1(result: dict[str, Any], ax=None):
+    """n times the mean squared H^{-1} norm against n, with pi^2 / 3 (Lemma E.3's scaling and constant).
+
+    Parameters
+    ----------
+    result : dict
+        What :func:`hminus1` returns.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; None opens a new figure.
+
+    Returns
+    -------
+    ax : matplotlib.axes.Axes
+        The axes drawn on.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> ax = plot_hminus1(hminus1(ns=(10, 100), trials=20))
+    >>> ax.get_xscale()
+    'log'
+    """
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 3.6))
+    ns = np.asarray(result["ns"], dtype=np.float64)
+    ax.errorbar(ns, ns * result["mean_square"], yerr=ns * result["mean_square_se"], fmt="o", label="measured (mean +- s.e.)")
+    ax.axhline(np.pi ** 2 / 3, color="k", ls="--", lw=1, label="pi^2 / 3")
+    ax.set_xscale("log")
+    ax.set_xlabel("N")
+    ax.set_ylabel("N E ||mu_N - uniform||^2 (H^-1)")
+    ax.set_title(f"initial perturbation, {result['trials']} draws per N: slope {result['slope']:.3f} (theory -1/2)")
+    ax.legend(fontsize=8)
+    return ax
+
+
+@experiment("metastable-hminus1", chapter="metastable", plot=plot_hminus1,
+            profiles={"fast": Hminus1Config(), "full": Hminus1Config(ns=(100, 1_000, 10_000, 100_000, 1_000_000), trials=1000)},
+            paper=PaperScale(note="Lemma E.3 comes with no numerical setting: N = 1e2 to 1e6, 1000 draws each."))
+def hminus1(cfg: Hminus1Config, generator: torch.Generator, device: str) -> dict[str, Any]:
+    """Lemma E.3: the H^{-1} norm of mu_N - uniform for N i.i.d. uniform tokens scales as N^{-1/2}.
+
+    Returns
+    -------
+    dict with ``ns`` (K,), ``mean_square`` and ``mean_square_se`` (K,) (mean of the squared norm over
+    the draws and its standard error), ``theory`` (K,) (pi^2 / (3 N)), ``slope`` and ``slope_se`` of
+    log RMS norm against log N (theory -1/2).
+
+    Examples
+    --------
+    >>> r = hminus1(ns=(10, 1000), trials=50)
+    >>> bool(abs(r["slope"] + 0.5) < 5 * r["slope_se"]), r["theory"].round(5).tolist()
+    (True, [0.32899, 0.00329])
+    """
+    ms_, se = [], []
+    for n in cfg.ns:
+        # draws in chunks of at most 2e7 angles: 1000 draws of N = 1e6 at once need over 20 GB
+        chunk = max(1, min(cfg.trials, 20_000_000 // n))
+        sq = np.concatenate([hminus1_norm(uniform_angles(min(chunk, cfg.trials - i), n, generator=generator, device=device)).cpu().numpy()
+                             for i in range(0, cfg.trials, chunk)])
+        ms_.append(float(sq.mean()))
+        se.append(float(sq.std(ddof=1) / math.sqrt(cfg.trials)))
+    ms_, se = np.array(ms_), np.array(se)
+    # RMS norm = sqrt(mean square): its standard error by the delta method, se / (2 sqrt(mean square))
+    fit = fits.line_fit(np.array(cfg.ns, dtype=np.float64), np.sqrt(ms_), se=se / (2 * np.sqrt(ms_)), loglog=True)
+    return {"ns": np.array(cfg.ns), "trials": cfg.trials, "mean_square": ms_, "mean_square_se": se,
+            "theory": hminus1_mean_square(np.array(cfg.ns)), "slope": fit["slope"], "slope_se": fit["slope_se"]}
+
+
+@claims_for("metastable-hminus1")
+def hminus1_claims(result: dict[str, Any], cfg: Hminus1Config) -> list[ledger.Claim]:
+    """Lemma E.3: the slope of log RMS ||rho_0||_{H^-1} against log N is -1/2, and N E||rho_0||^2 =
+    pi^2 / 3 at every N, each within :data:`TOL_SIGMA` standard errors (:data:`PARTLY_SIGMA`: partly);
+    the verdict is that of the worst of these z-scores.
+
+    Examples
+    --------
+    >>> ns = np.array([100, 10000])
+    >>> r = {"ns": ns, "slope": -0.49, "slope_se": 0.01, "mean_square": np.pi ** 2 / (3 * ns),
+    ...      "mean_square_se": 0.01 * np.pi ** 2 / (3 * ns)}
+    >>> [c.status for c in hminus1_claims(r, Hminus1Config())]
+    ['reproduced']
+    >>> [c.status for c in hminus1_claims(dict(r, slope=-1.0), Hminus1Config())]  # a lattice: N^-1
+    ['not-reproduced']
+    """
+    ns = np.asarray(result["ns"], dtype=np.float64)
+    z_slope = abs(float(result["slope"]) + 0.5) / float(result["slope_se"])
+    theory = hminus1_mean_square(ns)
+    z_const = np.abs(np.asarray(result["mean_square"]) - theory) / np.asarray(result["mean_square_se"])
+    z = max(z_slope, float(z_const.max()))
+    return [ledger.Claim(
+        id="D-lemmaE3-hminus1", paper="D", where="Lemma E.3 (review answer Q2, reviewer 5)",
+        statement="For N i.i.d. uniform tokens the H^-1 norm of rho_0 = mu_N - uniform scales as N^{-1/2} "
+                  "(here with its constant: N E||rho_0||^2 = pi^2/3)",
+        verdict=ledger.verdict(z, TOL_SIGMA, partly=PARTLY_SIGMA),
+        measured=[float(result["slope"]), (ns * np.asarray(result["mean_square"])).tolist()],
+        expected=[-0.5, float(np.pi ** 2 / 3)], tolerance=f"{TOL_SIGMA:g} standard errors",
+        uncertainty=[float(result["slope_se"]), (ns * np.asarray(result["mean_square_se"])).tolist()])]

@@ -1,0 +1,183 @@
+"""stability-cone-collapse: paper A, Lemma C.13 (tokens in a cone about u1 collapse to u1 under the
+post-LayerNorm dynamics with A = V, at the rate of the lemma's comparison argument)."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from ... import fits, init, ledger
+from ...integrate import simulate
+from ...models import Sphere
+from ...registry import PaperScale, claims_for, experiment
+from ...theory import lora
+from ._shared import CHAPTER, TOL_RATE_REL
+
+__all__ = ["ConeCollapseConfig", "cone_collapse", "cone_collapse_claims", "plot_cone_collapse", "CONE_FLOOR"]
+
+# Lemma C.13's rate is compared where it exceeds 1e-10: below, both sides are float64 rounding of
+# distances between unit vectors (the runs reach 1e-15).
+CONE_FLOOR = 1e-10
+# Distances are drawn from 1e-16 up (log axis): float64 rounding of a distance between unit vectors.
+PLOT_FLOOR = 1e-16
+
+
+@dataclasses.dataclass(frozen=True)
+class ConeCollapseConfig:
+    """Lemma C.13: post-LayerNorm dynamics (8) with ``A = V = Q diag(lambda) Q^T`` in dimension
+    ``d``, ``lambda_1 = 1``, ``lambda_2 = 1 - gap`` with the gap log-uniform in ``gaps``, the rest
+    uniform in [0, lambda_2) (V positive semi-definite, Assumption 3.2); ``trials`` matrices per
+    cone half-width ``gamma`` of ``gammas``; ``n`` tokens uniform on the cap ``<x, u1> >= gamma``;
+    RK4 step ``dt`` to ``t1`` with ``n_save`` saved times.
+
+    Examples
+    --------
+    >>> ConeCollapseConfig().gammas
+    (0.05, 0.2, 0.5)
+    """
+
+    d: int = 4
+    n: int = 32
+    gammas: tuple[float, ...] = (0.05, 0.2, 0.5)
+    trials: int = 4
+    gaps: tuple[float, float] = (0.2, 1.0)
+    t1: float = 40.0
+    dt: float = 0.1
+    n_save: int = 41
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.gammas or not all(0 < g < 1 for g in self.gammas):
+            raise ValueError(f"gammas must lie in (0, 1), got {self.gammas!r}")
+        if not 0 < self.gaps[0] <= self.gaps[1] <= 1:
+            raise ValueError(f"gaps must satisfy 0 < gaps[0] <= gaps[1] <= 1 (lambda_1 = 1, V >= 0), got {self.gaps!r}")
+        if self.trials < 1 or self.d < 2 or self.n_save < 2:
+            raise ValueError(f"trials >= 1, d >= 2 and n_save >= 2 needed, got {self.trials}, {self.d}, {self.n_save}")
+
+
+def plot_cone_collapse(result: dict[str, Any], ax=None):
+    """max_i |x_i(t) - u1| per run (solid) and Lemma C.13's guaranteed rate (dashed).
+
+    Parameters
+    ----------
+    result : dict
+        A result of :func:`cone_collapse`.
+    ax : matplotlib.axes.Axes, optional
+        The axes to draw on; None opens a new figure.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> ax = plot_cone_collapse(cone_collapse(n=6, gammas=(0.3,), trials=1, t1=10.0, dt=0.2, n_save=6))
+    >>> len(ax.get_lines())
+    2
+    """
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 4))
+    ts = result["ts"]
+    K = result["err"].shape[0]
+    for k in range(K):
+        c = plt.get_cmap("turbo")(k / max(1, K - 1))
+        ax.plot(ts, np.maximum(result["err"][k], PLOT_FLOOR), color=c, lw=1)
+        ax.plot(ts, np.maximum(result["bound"][k], PLOT_FLOOR), "--", color=c, lw=0.8)
+    ax.set(yscale="log", xlabel="t", ylabel="max_i |x_i(t) - u1|", ylim=(1e-12, 3),
+           title="Lemma C.13 (stability-cone-collapse): measured (solid), rate (dashed)")
+    return ax
+
+
+@experiment("stability-cone-collapse", chapter=CHAPTER, plot=plot_cone_collapse, renamed={"draws": "trials"},
+            profiles={"fast": ConeCollapseConfig(),
+                      "full": ConeCollapseConfig(d=12, n=256, trials=16, gammas=(0.02, 0.05, 0.2, 0.5))},
+            paper=PaperScale(note="Lemma C.13 is proved for every V and cone under Assumption 3.2; the paper runs no "
+                                  "experiment for it. Spectra, cones and sizes are ours."))
+def cone_collapse(cfg: ConeCollapseConfig, generator: torch.Generator, device: Any) -> dict[str, Any]:
+    """Lemma C.13: tokens in a cone about u1 converge to u1, with the rate of its comparison
+    argument, ``max_i |x_i(t) - u1| <= sqrt(2 (1 - phi(t)))``
+    (:func:`companion.theory.lora.cone_collapse_bound`), checked at every saved time.
+
+    Returns
+    -------
+    dict
+        ``ts (T,)``, per run (K = gammas x trials): ``gamma``, ``gap``, ``phi0`` (K,), ``err (K, T)``
+        (max_i |x_i(t) - u1|), ``bound (K, T)``, ``max_ratio`` (largest err / bound where the
+        bound is above :data:`CONE_FLOOR`, t > 0), ``final_err`` (K,) (at t1), ``end_ratio`` and
+        ``end_time`` (K,) (err / bound at the last time where the bound is above the floor),
+        ``decay_rate`` (K,) (fitted exponential rate of err for t >= t1 / 4, above the floor; nan
+        with fewer than three such times), to compare with the rate's exponent ``gap``.
+
+    Examples
+    --------
+    >>> r = cone_collapse(n=6, gammas=(0.3,), trials=1, t1=10.0, dt=0.2, n_save=6)
+    >>> bool(r["max_ratio"] <= 1), r["err"].shape
+    (True, (1, 6))
+    """
+    g = generator
+    d, K = cfg.d, len(cfg.gammas) * cfg.trials
+    lo, hi = math.log(cfg.gaps[0]), math.log(cfg.gaps[1])
+    gaps = torch.exp(lo + (hi - lo) * torch.rand(K, generator=g, dtype=torch.float64))
+    lam2 = 1.0 - gaps
+    rest = torch.sort(torch.rand(K, d - 2, generator=g, dtype=torch.float64) * lam2[:, None], dim=-1, descending=True).values
+    lam = torch.cat([torch.ones(K, 1, dtype=torch.float64), lam2[:, None], rest], dim=-1)
+    Q = init.random_orthogonal(d, trials=K, generator=g)
+    V = Q @ torch.diag_embed(lam) @ Q.transpose(-1, -2)
+    u1 = Q[:, :, 0]
+    gam = torch.tensor(cfg.gammas, dtype=torch.float64).repeat_interleave(cfg.trials)
+    cones = [init.cone(1, cfg.n, d, float(gm), generator=g)[0] for gm in gam]  # about e1, then rotated: Q e1 = u1
+    x0 = torch.stack([c @ Q[k].T for k, c in enumerate(cones)])
+    ts = torch.linspace(0.0, cfg.t1, cfg.n_save, dtype=torch.float64)
+    dev = torch.device(device)
+    xs = simulate(Sphere(A=V.to(dev), V=V.to(dev)), x0.to(dev), cfg.t1, method="rk4", dt=cfg.dt, save_at=ts).xs.cpu()
+    err = (xs - u1[None, :, None, :]).norm(dim=-1).amax(-1).T.numpy()  # (K, T)
+    phi0 = (x0 * u1[:, None, :]).sum(-1).amin(-1)
+    bound = np.stack([lora.cone_collapse_bound(float(p), float(gp), ts).numpy() for p, gp in zip(phi0, gaps)])
+    # t = 0 is an equality (the token attaining phi0); below CONE_FLOOR both sides are float64 rounding
+    ok = (bound > CONE_FLOOR) & (ts.numpy() > 0)[None, :]
+    ratio = np.where(ok, err / np.where(ok, bound, 1.0), 0.0)
+    last = np.array([np.flatnonzero(row)[-1] if row.any() else 0 for row in ok])
+    rows = np.arange(K)
+    # late-time exponential rate of the distance (t >= t1 / 4, distance above the floor): the rate's exponent is gap
+    t_np = ts.numpy()
+    rate = np.full(K, math.nan)
+    for k in range(K):
+        w = (t_np >= cfg.t1 / 4) & (err[k] > CONE_FLOOR)
+        if w.sum() >= 3:
+            rate[k] = -fits.line_fit(t_np[w], np.log(err[k, w]))["slope"]
+    return {"ts": ts, "gamma": gam.numpy(), "gap": gaps.numpy(), "phi0": phi0.numpy(), "err": err, "bound": bound,
+            "max_ratio": float(ratio.max()), "final_err": err[:, -1], "end_ratio": ratio[rows, last],
+            "end_time": t_np[last], "decay_rate": rate}
+
+
+@claims_for("stability-cone-collapse")
+def cone_collapse_claims(result: dict[str, Any], cfg: ConeCollapseConfig) -> list[ledger.Claim]:
+    """Lemma C.13: every run within the lemma's rate at every saved time (largest ratio error / rate,
+    above 1 + :data:`~companion.experiments.stability.TOL_RATE_REL` violated); the statement records
+    how far below the rate the runs end.
+
+    Examples
+    --------
+    >>> r = {"max_ratio": 1.0, "end_ratio": np.array([1e-3, 0.2]), "final_err": np.array([1e-9, 1e-6])}
+    >>> [c.status for c in cone_collapse_claims(r, ConeCollapseConfig())]
+    ['reproduced']
+    >>> [c.status for c in cone_collapse_claims(dict(r, max_ratio=1.3), ConeCollapseConfig())]
+    ['not-reproduced']
+    """
+    mr = float(result["max_ratio"])
+    end = np.asarray(result["end_ratio"])
+    return [ledger.Claim(
+        id="A-lemmaC.13-cone-collapse", paper="A", where="Lemma C.13",
+        statement="under Assumption 3.2, tokens with <x_i(0), u1> >= gamma > 0 converge to u1, with "
+                  "max_i |x_i(t) - u1| <= sqrt(2(1 - phi(t))), phi the comparison solution (largest ratio over runs and "
+                  f"times t > 0 where the rate exceeds 1e-10; at the last such time the runs sit at {float(np.min(end)):.2g} to "
+                  f"{float(np.max(end)):.2g} of the rate, "
+                  f"largest distance to u1 {float(np.max(result['final_err'])):.2g})",
+        verdict=ledger.verdict(mr, 1.0 + TOL_RATE_REL, scale=1.0), measured=mr, expected="<= 1", tolerance=TOL_RATE_REL)]

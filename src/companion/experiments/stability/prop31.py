@@ -1,0 +1,321 @@
+"""stability-prop31: paper A, Prop. 3.1 (finite-time Wasserstein stability, Euclidean dynamics (6)),
+the V-only and QK-only bounds of its appendix (Cor. C.9, Prop. C.10) and Remark C.7 (rescaled tokens)."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from ... import fits, init, ledger, metrics
+from ...integrate import simulate
+from ...models import Euclidean
+from ...registry import PaperScale, claims_for, experiment
+from ...theory import lora
+from ._shared import CHAPTER, unit_op
+
+__all__ = ["Prop31Config", "prop31", "prop31_claims", "plot_prop31_wasserstein", "TOL_LINEAR_EPS", "SLACK_HOLDS",
+           "TOL_RATIO69"]
+
+# W2 linear in eps: the fitted log-log exponent within 0.05 of 1 (the first-order term dominates
+# for eps <= 0.1; the curvature of W2(eps) moves the exponent by about 1e-3 here).
+TOL_LINEAR_EPS = 0.05
+# A bound "holds" when the measured W2 is below it: slack log10(bound / W2) >= 0 decades.
+SLACK_HOLDS = 0.0
+# Eq. (69) compares two W2 of the same tokens: a ratio above 1 + 1e-9 is a violation, not rounding.
+TOL_RATIO69 = 1.0 + 1e-9
+# Values are clipped to 1e-300 before a log10 (W2 = 0 at t = 0, the same tokens), not log10(0) = -inf.
+LOG_FLOOR = 1e-300
+# The left panel draws bound (14) only while it is below 10^6 (it grows triply exponentially).
+LOG10_BOUND_CLIP = 6
+
+
+def _nanmin(a: np.ndarray) -> float:
+    """Smallest non-nan entry of ``a`` (nan if all are nan: the family was not run)."""
+    a = np.asarray(a, dtype=float)
+    return float(np.nanmin(a)) if not np.isnan(a).all() else math.nan
+
+
+@dataclasses.dataclass(frozen=True)
+class Prop31Config:
+    """Parameters of the finite-time experiment (paper A, Prop. 3.1; Euclidean dynamics, eq. 6).
+
+    ``A`` and ``V`` are fixed Gaussian (d, d) matrices scaled to operator norms ``norm_A``,
+    ``norm_V``; each of ``trials`` trials draws ``n`` tokens uniform in B(0, ``radius``) and
+    unit-norm perturbation directions; a perturbation of size eps (one per entry of ``eps``) has
+    ``|dA|_op = eps`` and/or ``|dV|_op = eps`` (``families``: "A", "V", "both"). Both dynamics run
+    with RK4 step ``dt`` to ``t1``, W2 measured at ``n_save`` equally spaced times; ``seed`` seeds
+    every draw.
+
+    Examples
+    --------
+    >>> Prop31Config().families, Prop31Config().trials
+    (('V', 'A', 'both'), 4)
+    >>> Prop31Config(eps=(0.1,))
+    Traceback (most recent call last):
+    ...
+    ValueError: eps must hold at least two sizes > 0 (a slope is fitted), got (0.1,)
+    """
+
+    d: int = 4
+    n: int = 32
+    trials: int = 4
+    radius: float = 1.0
+    norm_A: float = 1.0
+    norm_V: float = 1.0
+    eps: tuple[float, ...] = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+    families: tuple[str, ...] = ("V", "A", "both")
+    t1: float = 2.0
+    n_save: int = 21
+    dt: float = 0.05
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        bad = [f for f in self.families if f not in ("A", "V", "both")]
+        if bad or not self.families:
+            raise ValueError(f"families must be a non-empty tuple of 'A', 'V', 'both', got {self.families!r}")
+        if len(self.eps) < 2 or min(self.eps) <= 0:
+            raise ValueError(f"eps must hold at least two sizes > 0 (a slope is fitted), got {self.eps!r}")
+
+
+def plot_prop31_wasserstein(result: dict[str, Any], ax=None):
+    """Left: W2(t) (mean over trials) per eps for the "both" family (or the last one) with bound (14)
+    where it is below 1e6; right: log10 log10 of the slack bound / measured (min over trials).
+
+    Parameters
+    ----------
+    result : dict
+        What :func:`prop31` returns.
+    ax : sequence of 2 matplotlib.axes.Axes, optional
+        The panels, left to right; None opens a new figure with them.
+
+    Returns
+    -------
+    ax : sequence of matplotlib.axes.Axes
+        The panels drawn on: ``ax`` as given, or the new figure's.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> ax = plot_prop31_wasserstein(prop31(n=6, trials=1, eps=(1e-3, 1e-2), families=("V",), t1=0.5, n_save=3, dt=0.1))
+    >>> len(ax), ax[1].get_ylabel()
+    (2, 'log10 log10(bound / measured)')
+    """
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(1, 2, figsize=(11, 4))
+    ts, eps = result["ts"], result["eps"]
+    fams = list(result["families"])
+    f = fams.index("both") if "both" in fams else len(fams) - 1
+    cmap = plt.get_cmap("viridis")
+    for e, ep in enumerate(eps):
+        c = cmap(e / max(1, len(eps) - 1))
+        ax[0].semilogy(ts[1:], result["w2"][f, e, :, 1:].mean(0), "o-", ms=3, color=c, label=f"W2, eps={ep:g}")
+        lb = result["log10_bound"][f, e, :, :].min(0)
+        ok = lb < LOG10_BOUND_CLIP
+        ax[0].semilogy(ts[ok], 10.0 ** lb[ok], "--", color=c, lw=1)
+    ax[0].set_xlabel("t")
+    ax[0].set_ylabel("W2(mu_t, nu_t)")
+    ax[0].set_title(f"Prop. 3.1, family '{fams[f]}': measured (o) and bound (14) (--, clipped at 1e6)", fontsize=9)
+    ax[0].legend(fontsize=7)
+    for fi, fam in enumerate(fams):
+        sl = result["slack"][fi].reshape(-1, result["slack"].shape[-1]).min(0)
+        ax[1].plot(ts[1:], np.log10(np.maximum(sl, LOG_FLOOR)), "o-", ms=3, label=f"family {fam}")
+    ax[1].set_xlabel("t")
+    ax[1].set_ylabel("log10 log10(bound / measured)")
+    ax[1].set_title("slack of (14): log10 log10 grows like 3 D_t, faster than linearly", fontsize=9)
+    ax[1].legend(fontsize=7)
+    return ax
+
+
+@experiment("stability-prop31", chapter=CHAPTER, plot=plot_prop31_wasserstein, renamed={"seeds": "trials"},
+            profiles={"fast": Prop31Config(),
+                      "full": Prop31Config(d=8, n=256, trials=16, eps=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1),
+                                           n_save=41, dt=0.02)},
+            paper=PaperScale({"dt": 0.1}, {"dt": "W2 is read every 0.05 (41 times to t = 2), which caps the step at "
+                                                 "0.05 anyway; 0.02"},
+                             note="Prop. 3.1 is a bound; the paper runs no experiment for it (its figures use RK4 at "
+                                  "0.1, App. E.1). d = 8, n = 256 (the ALBERT sequence length of App. E.4.1), 16 seeds, "
+                                  "eps from 1e-4 to 0.3: ours."))
+def prop31(cfg: Prop31Config, generator: torch.Generator, device: Any) -> dict[str, Any]:
+    """Prop. 3.1: W2 between base and perturbed token measures over time, against bound (14).
+
+    Profiles: ``fast`` d = 4, n = 32, 4 trials, 5 sizes eps; ``full`` d = 8, n = 256, 16 trials,
+    8 sizes (see :class:`Prop31Config`).
+
+    Returns
+    -------
+    dict
+        With ``ts (T,)``, ``eps (E,)``, ``families``, ``w2 (F, E, S, T)`` (POT exact W2 per trial),
+        ``log10_bound`` and ``log10_bound_appendix (F, E, S, T)`` (log10 of the W2 bound, may be inf),
+        ``log_log_excess (F, E, S, T)`` (ln ln(bound / L_t), always finite for t > 0),
+        ``slack (F, E, S, T-1)`` (log10 bound / measured, t > 0), ``all_below`` and
+        ``all_below_appendix`` (bool), ``min_slack`` (float), ``slopes`` (F,) fitted d log W2 /
+        d log eps at ``t1`` (mean over trials), ``slopes_se`` (F,) the standard error over trials of
+        the per-trial slopes (nan with one trial), ``bound_eps_exponent`` (F,) the same slope for the
+        bound at t = 0 (1 if dA = 0, else 1/2).
+
+    Examples
+    --------
+    >>> r = prop31(n=6, trials=1, eps=(1e-3, 1e-2), families=("V",), t1=0.5, n_save=3, dt=0.1)
+    >>> r["w2"].shape, bool(r["all_below"]), round(float(r["slopes"][0]), 1)
+    ((1, 2, 1, 3), True, 1.0)
+    """
+    g = generator
+    d, S = cfg.d, cfg.trials
+    A = cfg.norm_A * unit_op(torch.randn(d, d, generator=g, dtype=torch.float64))
+    V = cfg.norm_V * unit_op(torch.randn(d, d, generator=g, dtype=torch.float64))
+    x0 = init.ball(S, cfg.n, d, cfg.radius, generator=g)
+    dirA = unit_op(torch.randn(S, d, d, generator=g, dtype=torch.float64))
+    dirV = unit_op(torch.randn(S, d, d, generator=g, dtype=torch.float64))
+    F, E = len(cfg.families), len(cfg.eps)
+    dA = torch.zeros(F, E, S, d, d, dtype=torch.float64)
+    dV = torch.zeros_like(dA)
+    for f, fam in enumerate(cfg.families):
+        for e, eps in enumerate(cfg.eps):
+            if fam in ("A", "both"):
+                dA[f, e] = eps * dirA
+            if fam in ("V", "both"):
+                dV[f, e] = eps * dirV
+    ts = torch.linspace(0.0, cfg.t1, cfg.n_save, dtype=torch.float64)
+    dev = torch.device(device)
+    base = simulate(Euclidean(A=A.to(dev), V=V.to(dev)), x0.to(dev), cfg.t1, method="rk4", dt=cfg.dt, save_at=ts)
+    X0 = x0.expand(F, E, S, cfg.n, d).reshape(-1, cfg.n, d)
+    pert = simulate(
+        Euclidean(A=(A + dA).reshape(-1, d, d).to(dev), V=(V + dV).reshape(-1, d, d).to(dev)),
+        X0.to(dev), cfg.t1, method="rk4", dt=cfg.dt, save_at=ts,
+    )
+    T = len(ts)
+    w2 = np.zeros((F, E, S, T))
+    w2_resc = np.zeros((F, E, S, T))
+    # Remark C.7: both token sets pushed forward by the same map z = e^{-tV} x
+    Vd = V.to(dev)
+    for k in range(T):
+        Xb = base.xs[k].expand(F, E, S, cfg.n, d).reshape(-1, cfg.n, d)
+        w2[..., k] = metrics.wasserstein(Xb, pert.xs[k], p=2, solver="exact").cpu().numpy().reshape(F, E, S)
+        Mt = torch.linalg.matrix_exp(-float(ts[k]) * Vd).T  # rows x -> x e^{-tV}^T
+        w2_resc[..., k] = metrics.wasserstein(Xb @ Mt, pert.xs[k] @ Mt, p=2, solver="exact").cpu().numpy().reshape(F, E, S)
+    lam_min = float(torch.linalg.eigvals(V).abs().min())
+    lip_claimed = np.exp(-ts.numpy() * lam_min)
+    lip_true = np.array([float(torch.linalg.matrix_norm(torch.linalg.matrix_exp(-float(t) * V), ord=2)) for t in ts])
+    lb = np.zeros_like(w2)
+    lb_app = np.zeros_like(w2)
+    lle = np.zeros_like(w2)
+    lb_v = np.full_like(w2, math.nan)  # eq. (74), V-only perturbations
+    lb_qk = np.full_like(w2, math.nan)  # eq. (78), QK-only perturbations
+    M0 = x0.norm(dim=-1).amax(dim=-1)  # (S,)
+    for f in range(F):
+        for e in range(E):
+            for s in range(S):
+                b = lora.prop31_bound(A, V, dA[f, e, s], dV[f, e, s], float(M0[s]), ts)
+                ba = lora.prop31_bound(A, V, dA[f, e, s], dV[f, e, s], float(M0[s]), ts, variant="appendix")
+                lb[f, e, s] = b.log10_w2_bound.cpu().numpy()
+                lb_app[f, e, s] = ba.log10_w2_bound.cpu().numpy()
+                lle[f, e, s] = b.log_log_excess.cpu().numpy()
+                # (74) and (78) share the exponent e^{2 C(t) e^{3 K_t t}} of (85); only the prefactor differs
+                expo = (ba.log10_sq_bound - torch.log10(ba.L)).cpu().numpy()
+                R = ba.R.cpu().numpy()
+                ndA, ndV = lora.op_norm(dA[f, e, s]), lora.op_norm(dV[f, e, s])
+                with np.errstate(divide="ignore"):
+                    if ndA == 0:
+                        lb_v[f, e, s] = (np.log10(2 * ndV**2 * R**2) + expo) / 2
+                    if ndV == 0:
+                        lb_qk[f, e, s] = (np.log10(4 * R**3 * cfg.norm_V * ndA) + expo) / 2
+    with np.errstate(divide="ignore"):
+        logw = np.log10(w2[..., 1:])
+        slack = lb[..., 1:] - logw
+        slack_app = lb_app[..., 1:] - logw
+        slack_v = lb_v[..., 1:] - logw
+        slack_qk = lb_qk[..., 1:] - logw
+        ratio69 = w2_resc[..., 1:] / (lip_claimed[1:] * w2[..., 1:])
+        ratio69_true = w2_resc[..., 1:] / (lip_true[1:] * w2[..., 1:])
+    all_below = bool(np.all(np.log10(np.maximum(w2, LOG_FLOOR)) <= lb))
+    slopes = np.array([fits.line_fit(cfg.eps, w2[f, :, :, -1].mean(-1), loglog=True)["slope"] for f in range(F)])
+    per_trial = np.array([[fits.line_fit(cfg.eps, w2[f, :, s, -1], loglog=True)["slope"] for s in range(S)] for f in range(F)])
+    slopes_se = per_trial.std(axis=1, ddof=1) / math.sqrt(S) if S > 1 else np.full(F, math.nan)
+    bound_exp = np.array([fits.line_fit(np.log(cfg.eps), lb[f, :, 0, 0] * math.log(10.0))["slope"] for f in range(F)])
+    return {
+        "ts": ts,
+        "eps": np.asarray(cfg.eps),
+        "families": list(cfg.families),
+        "w2": w2,
+        "log10_bound": lb,
+        "log10_bound_appendix": lb_app,
+        "log_log_excess": lle,
+        "slack": slack,
+        "all_below": all_below,
+        "all_below_appendix": bool(np.all(np.log10(np.maximum(w2, LOG_FLOOR)) <= lb_app)),
+        "min_slack": float(np.min(slack)),
+        "min_slack_appendix": float(np.min(slack_app)),
+        "min_slack_v": _nanmin(slack_v),
+        "min_slack_qk": _nanmin(slack_qk),
+        "w2_rescaled": w2_resc,
+        "lip_claimed": lip_claimed,
+        "lip_true": lip_true,
+        "max_ratio69": float(np.max(ratio69)),
+        "max_ratio69_true": float(np.max(ratio69_true)),
+        "slopes": slopes,
+        "slopes_se": slopes_se,
+        "bound_eps_exponent": bound_exp,
+    }
+
+
+@claims_for("stability-prop31")
+def prop31_claims(result: dict[str, Any], cfg: Prop31Config) -> list[ledger.Claim]:
+    """Prop. 3.1 and its appendix: bound (14) and the V-only and QK-only bounds (74), (78) hold but
+    are vacuous (the number is the smallest slack, in decades; the margin is the same number); W2 is
+    linear in eps (every family's fitted exponent within :data:`TOL_LINEAR_EPS` of 1, with the
+    standard error over trials); eq. (69) of Remark C.7 (rescaled tokens, Lipschitz constant
+    ``e^{-t |lambda_n|}``) against the measured ratio.
+
+    Examples
+    --------
+    >>> r = {"min_slack": 45.0, "min_slack_appendix": 50.0, "min_slack_v": 46.0, "min_slack_qk": 47.0,
+    ...      "slopes": np.array([1.0, 0.99]), "slopes_se": np.array([0.001, 0.002]), "max_ratio69": 0.5}
+    >>> [c.status for c in prop31_claims(r, Prop31Config())]
+    ['reproduced', 'reproduced', 'reproduced', 'reproduced', 'reproduced']
+    >>> [c.status for c in prop31_claims(dict(r, min_slack=-0.1, slopes=np.array([1.0, 0.5]), max_ratio69=2.0), Prop31Config())]
+    ['not-reproduced', 'reproduced', 'reproduced', 'not-reproduced', 'not-reproduced']
+    """
+    slopes = [float(s) for s in result["slopes"]]
+    dev = max(abs(s - 1.0) for s in slopes)
+    se = [float(s) for s in result["slopes_se"]]
+    slack = min(float(result["min_slack"]), float(result["min_slack_appendix"]))
+
+    def vacuous(id_, where, what, value):
+        if math.isnan(value):  # the family this bound is about was not run
+            return ledger.Claim(id=id_, paper="A", where=where, statement=f"{what} not evaluated: its family was not run",
+                                verdict=ledger.NOT_CHECKABLE)
+        return ledger.Claim(
+            id=id_, paper="A", where=where,
+            statement=f"{what} holds at every sampled t > 0 but is vacuous: it exceeds the measured W2 by at least "
+                      "10^(measured) (smallest slack log10(bound / W2), reached at the first sampled time), and the "
+                      "slack grows triply exponentially in t",
+            verdict=ledger.verdict(value, SLACK_HOLDS, better="higher", scale=1.0), measured=value,
+            expected=">= 0 (bound holds; a tight bound would be near 0)", tolerance=SLACK_HOLDS)
+
+    return [
+        vacuous("A-prop3.1-bound", "Prop. 3.1, eq. (14) (and eq. (85))",
+                "Bound (14) with the printed constants, and with the appendix's (85),", slack),
+        vacuous("A-corC.9-v-bound", "Cor. C.9, eq. (74)", "The V-only bound (74), on perturbations of V alone,",
+                float(result["min_slack_v"])),
+        vacuous("A-propC.10-qk-bound", "Prop. C.10, eq. (78)", "The QK-only bound (78), on perturbations of A alone,",
+                float(result["min_slack_qk"])),
+        ledger.Claim(
+            id="A-prop3.1-linear-eps", paper="A", where="Prop. 3.1, corollary",
+            statement="at fixed t, W2 grows linearly in eps (fitted log-log slope per family "
+                      + ", ".join(cfg.families) + "; uncertainty: largest standard error over seeds)",
+            verdict=ledger.verdict(dev, TOL_LINEAR_EPS), measured=slopes, expected=1.0, tolerance=TOL_LINEAR_EPS,
+            uncertainty=None if any(math.isnan(s) for s in se) else max(se)),
+        ledger.Claim(
+            id="A-remarkC.7-rescaled", paper="A", where="Remark C.7, eq. (69)",
+            statement="W2 of the rescaled tokens z = e^{-tV} x is at most e^{-t |lambda_n|} W2 of the tokens "
+                      "(lambda_n the eigenvalue of smallest modulus); measured: largest ratio of the two sides over t > 0, "
+                      "eps, seeds and families",
+            verdict=ledger.verdict(float(result["max_ratio69"]), TOL_RATIO69), measured=float(result["max_ratio69"]),
+            expected="<= 1", tolerance=TOL_RATIO69 - 1.0),
+    ]
