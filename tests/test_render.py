@@ -118,3 +118,138 @@ def test_screenshot_intro(chromium, html_dir, tmp_path):
     assert res.returncode == 0 and png.exists(), res.stderr[-2000:]
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000, "screenshot missing or blank"
+
+
+# --------------------------------------------------------------------------- the page as a reader sees it
+# Measured in the page itself: a script injected into a copy of each built page (beside it, so its
+# assets resolve) waits for MathJax, measures the laid-out page and writes the numbers into the DOM
+# that Chromium dumps. No browser driver: the same headless Chromium, the same --dump-dom.
+PAPER_CHAPTERS = ("stability", "phase_transitions", "llm_probes", "low_temperature", "spectral_selection",
+                  "metastable", "beyond")
+MACHINERY_SHARE = 0.10     # visible code and raw printed output: at most a tenth of the page's height
+FIRST_FIGURE_PX = 1500     # the first figure within this many CSS pixels of the top, at 1400 px wide
+MEASURE = r"""
+<script>
+(function () {
+  function shown(el) {
+    const r = el.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && !el.closest("details:not([open])");
+  }
+  function measure() {
+    const art = document.querySelector("article.bd-article") || document.querySelector("article") || document.body;
+    const col = art.getBoundingClientRect();
+    const top = (el) => el.getBoundingClientRect().top + window.scrollY;
+    const m = {width: window.innerWidth, height: art.getBoundingClientRect().height, code: 0, raw: 0, code_cells: 0,
+               figures: [], overflow: [], tex: [], merror: document.querySelectorAll("mjx-merror").length};
+    art.querySelectorAll(".cell_input").forEach((e) => { if (shown(e)) { m.code += e.getBoundingClientRect().height; m.code_cells += 1; } });
+    art.querySelectorAll(".cell_output .output.stream, .cell_output .output.text_plain, .cell_output .output.traceback").forEach(
+      (e) => { if (shown(e)) m.raw += e.getBoundingClientRect().height; });
+    art.querySelectorAll("img").forEach((img) => {
+      if (!shown(img)) return;
+      const fig = img.closest("figure");
+      const cap = fig && fig.querySelector("figcaption .caption-number");
+      m.figures.push({top: top(img) - top(art), numbered: !!cap, alt: img.getAttribute("alt") || "",
+                      src: img.getAttribute("src") || "", shown: img.getBoundingClientRect().width,
+                      natural: img.naturalWidth});
+    });
+    art.querySelectorAll("pre, table, .highlight, mjx-container[display='true'], img, .cell_output, figure, .verdict").forEach((e) => {
+      if (!shown(e)) return;
+      const r = e.getBoundingClientRect();
+      const scrolls = e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== "visible";
+      if (r.right > col.right + 1 || scrolls)
+        m.overflow.push({what: e.tagName.toLowerCase() + "." + (e.className || "").toString().slice(0, 40),
+                         beyond: r.right > col.right + 1, math: e.tagName.toLowerCase() === "mjx-container"});
+    });
+    const walker = document.createTreeWalker(art, NodeFilter.SHOW_TEXT);
+    const skip = "code, pre, script, style, mjx-container, .highlight, .cell_input, .cell_output, .pasted-text";
+    while (walker.nextNode()) {
+      const t = walker.currentNode;
+      if (!t.parentElement || t.parentElement.closest(skip)) continue;
+      const s = t.textContent;
+      const hit = s.match(/\\[a-zA-Z]{2,}|\$[^$\s][^$]*\$|\\\(|\\\[/);
+      if (hit) m.tex.push(s.trim().slice(0, 80));
+    }
+    document.body.setAttribute("data-companion-metrics", JSON.stringify(m));
+  }
+  window.addEventListener("load", function () {
+    const ready = (window.MathJax && MathJax.startup && MathJax.startup.promise) || Promise.resolve();
+    ready.then(() => setTimeout(measure, 200));
+  });
+})();
+</script>
+"""
+
+
+def _metrics(chromium: str, page: Path, width: int, profile: Path) -> dict:
+    probe = page.with_name(f".measure-{width}-{page.name}")
+    probe.write_text(page.read_text().replace("</body>", MEASURE + "</body>", 1))
+    try:
+        out = subprocess.run([chromium, *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},900", "--dump-dom",
+                              probe.as_uri()], capture_output=True, text=True, timeout=180)
+    finally:
+        probe.unlink(missing_ok=True)
+    assert out.returncode == 0, f"chromium failed on {page}: {out.stderr[-2000:]}"
+    m = re.search(r'data-companion-metrics="([^"]*)"', out.stdout)
+    assert m, f"{page.name}: the measuring script did not run"
+    import html
+
+    return json.loads(html.unescape(m.group(1)))
+
+
+def _reader_problems(slug: str, m: dict, paper_chapter: bool) -> list[str]:
+    """What a reader would trip over on one page, from its measurements (empty: none)."""
+    out = []
+    if m["merror"]:
+        out.append(f"{m['merror']} MathJax errors")
+    if m["tex"]:
+        out.append(f"raw TeX in prose: {m['tex'][:3]}")
+    # At 1400 px nothing may be wider than the column or scroll sideways; on a phone (420 px) a long
+    # displayed equation may scroll inside its own box, but nothing may stick out of the column.
+    wide = [o["what"] for o in m["overflow"] if m["width"] >= 1400 or o["beyond"] or not o["math"]]
+    if wide:
+        out.append(f"{len(wide)} blocks wider than the column: {sorted(set(wide))[:4]}")
+    for f in m["figures"]:
+        if not f["numbered"]:
+            out.append(f"figure without a numbered caption: {f['src'][-40:]}")
+        if not f["alt"].strip() or "/" in f["alt"] or f["alt"].endswith(".png"):
+            out.append(f"figure without alt text: {f['src'][-40:]}")
+    if paper_chapter:
+        if m["code_cells"]:
+            out.append(f"{m['code_cells']} code cells shown outside a collapsed block")
+        share = (m["code"] + m["raw"]) / max(m["height"], 1)
+        if share > MACHINERY_SHARE:
+            out.append(f"code and raw output take {share:.0%} of the page (at most {MACHINERY_SHARE:.0%})")
+        first = min((f["top"] for f in m["figures"]), default=None)
+        if m["width"] >= 1400 and (first is None or first > FIRST_FIGURE_PX):
+            out.append(f"first figure at {first} px (at most {FIRST_FIGURE_PX})")
+    return out
+
+
+@pytest.mark.parametrize("width", [1400, 420])
+@pytest.mark.parametrize("slug", _slugs())
+def test_chapter_reads_well(slug, width, chromium, html_dir, tmp_path):
+    """No raw TeX, no MathJax error, every figure numbered with a caption and alt text, nothing wider
+    than the column; in a paper chapter no visible code, machinery at most a tenth of the page, the
+    first figure near the top."""
+    if "pages.paper_figure(" not in (CHAPTERS / f"{slug}.md").read_text() and slug not in ("claims", "status"):
+        pytest.skip(f"{slug} is not yet in the result-section shape (no pages.paper_figure): not measured")
+    m = _metrics(chromium, html_dir / "chapters" / f"{slug}.html", width, tmp_path / "profile")
+    problems = _reader_problems(slug, m, slug in PAPER_CHAPTERS)
+    assert not problems, f"{slug} at {width} px: " + "; ".join(problems)
+
+
+def test_reader_problems_are_found():
+    """The page checks can fail: each defect, measured on a made-up page, is reported."""
+    good = {"merror": 0, "tex": [], "overflow": [{"what": "mjx-container.", "beyond": False, "math": True}], "code_cells": 0, "code": 0, "raw": 50, "height": 5000, "width": 1400,
+            "figures": [{"numbered": True, "alt": "tokens on the sphere", "src": "_images/a.png", "top": 400}]}
+    assert _reader_problems("x", {**good, "width": 420}, True) == []  # an equation scrolling in its box, on a phone
+    assert "wider than the column" in " ".join(_reader_problems("x", good, True))  # not at 1400 px
+    good["overflow"] = []
+    assert _reader_problems("x", good, True) == []
+    bad = {"merror": 1, "tex": [r"\mathbb E"], "overflow": [{"what": "pre.", "beyond": True, "math": False}], "code_cells": 2, "code": 800, "raw": 400,
+           "height": 5000, "width": 1400, "figures": [{"numbered": False, "alt": "../_images/a.png", "src": "_images/a.png",
+                                                       "top": 2500}]}
+    found = " ".join(_reader_problems("x", bad, True))
+    for word in ("MathJax", "raw TeX", "wider than the column", "numbered caption", "alt text", "code cells",
+                 "of the page", "first figure"):
+        assert word in found, word

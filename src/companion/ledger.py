@@ -27,8 +27,8 @@ STATUSES = ("reproduced", "partly", "not-reproduced", "not-checkable")
 QUESTION_STATUSES = ("supported", "inconclusive", "refuted")
 QUESTION_PREFIX = "Q-"
 PAPERS = ("A", "B", "C", "D")
-KEYS = ("id", "paper", "where", "statement", "status", "measured", "expected", "tolerance", "chapter", "profile", "margin",
-        "uncertainty")
+KEYS = ("id", "paper", "where", "statement", "status", "measured", "expected", "tolerance", "chapter", "profile",
+        "experiment", "margin", "uncertainty")
 
 
 def _round(v: Any, digits: int = 4) -> Any:
@@ -241,6 +241,9 @@ class Claim:
     profile : str
         The profile of the result the verdict comes from (``fast``, ``full``, ``custom``; filled in
         by the registry).
+    experiment : str
+        The registered experiment whose result the row judges (filled in by the registry); the
+        book's section discussing it is labelled ``sec-<experiment>``.
     margin : float or None
         Distance to the nearest other verdict in units of the tolerance (see :func:`verdict`).
     uncertainty : number, str or None
@@ -264,6 +267,7 @@ class Claim:
     tolerance: Any = None
     chapter: str = ""
     profile: str = ""
+    experiment: str = ""
     margin: float | None = None
     uncertainty: Any = None
     verdict: dataclasses.InitVar[Verdict | None] = None

@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import platform
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .provenance import repo_root
 from .store import load_from, load_run, results_dir, stale
 
-__all__ = ["show_stored", "stored_full", "show_full", "figure_sources", "chapter_times", "machine"]
+__all__ = ["show_stored", "stored_full", "show_full", "figure_sources", "chapter_times", "machine", "source_line",
+           "paper_figure", "verdict_box", "numbers_table", "ledger_table", "book_figures", "count_line", "section_link",
+           "STATUS_CLASSES"]
 
 
 def show_stored(name: str, profile: str = "full", root: Path | str | None = None) -> dict[str, Any] | None:
@@ -285,3 +287,254 @@ def machine() -> dict[str, Any]:
         "accelerator": cuda_summary(),
     }
 
+
+
+# --- A result section as the reader sees it -------------------------------------------------------
+# The paper-scale figure (glued for a numbered {glue:figure} with its provenance in the caption), a
+# verdict box, a small table of the numbers behind the figure, the chapter's ledger as one table.
+# Each object renders as HTML on the page and as plain text (what nbval compares) in the notebook.
+
+# One colour per verdict word, the same on every page (book/_static/companion.css styles the boxes).
+STATUS_CLASSES = {"reproduced": "ok", "supported": "ok", "partly": "partly", "inconclusive": "partly",
+                  "not-reproduced": "bad", "refuted": "bad", "not-checkable": "na"}
+
+
+def _esc(x: Any) -> str:
+    import html
+
+    return html.escape(str(x), quote=True)
+
+
+def _text(x: Any) -> str:
+    """A number or string of a ledger row as printed (floats already rounded by the ledger)."""
+    return x if isinstance(x, str) else repr(x)
+
+
+def source_line(name: str, root: Path | str | None = None) -> str:
+    """Where the figure of ``name`` in the book comes from: its stored paper-scale run (commit, date,
+    device, wall time), or the fast profile computed while the page is built when none is current.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> source_line("intro-consensus", tempfile.mkdtemp())
+    'the fast profile, computed while this page was built (no current paper-scale result is stored)'
+    """
+    try:
+        stored = load_from(results_dir(root), name, "full")
+    except (OSError, ValueError):
+        stored = None
+    if stored is None or stale(name, "full", stored) is not None:
+        return "the fast profile, computed while this page was built (no current paper-scale result is stored)"
+    meta = stored[1]
+    wall, _, parts = _parts_times(results_dir(root) / name / "parts")
+    took = meta["wall_time_s"] + wall
+    return (f"the paper-scale (full) profile, computed at commit {(meta.get('commit') or '?')[:7]} on "
+            f"{meta.get('created', '?')[:10]}, {meta['config']['device']}, {took:,.0f} s" + (f" in {parts} parts" if parts else ""))
+
+
+def paper_figure(name: str, fallback: Mapping[str, Any] | None = None, root: Path | str | None = None) -> dict[str, Any]:
+    """Draw the paper-scale result of ``name`` for a numbered figure, and return that result.
+
+    The stored full-profile result when it verifies and is current (:func:`stored_full`), else
+    ``fallback`` (the chapter's own fast result) or, without one, the fast profile run here. Each
+    figure its plot function opens is glued as ``<name>-fig`` (then ``-fig2``, ...) and the source
+    line (:func:`source_line`) as ``<name>-source``, so that the chapter shows them with
+    ``{glue:figure}`` and cites the source in the caption. Outside a notebook (no myst_nb) the
+    figures are left open.
+
+    Examples
+    --------
+    >>> import tempfile, matplotlib
+    >>> _ = matplotlib.use("Agg")
+    >>> from companion.registry import get
+    >>> fast = get("intro-consensus").run(n=4, t1=1.0)
+    >>> r = paper_figure("intro-consensus", fast, root=tempfile.mkdtemp())
+    >>> r["profile"], r["p_sim"].shape
+    ('custom', (21, 3))
+    """
+    import matplotlib.pyplot as plt
+
+    from .registry import get
+
+    exp = get(name)
+    full = None
+    try:
+        stored = load_from(results_dir(root), exp.name, "full")
+        if stored is not None and stale(exp.name, "full", stored) is None:
+            full = stored[0]
+    except (OSError, ValueError):
+        full = None
+    result = full if full is not None else dict(fallback) if fallback is not None else exp.run("fast")
+    plt.close("all")
+    if exp.plot is not None:
+        exp.plot(result)
+    try:
+        from myst_nb import glue
+    except ImportError:
+        return result
+    for i, num in enumerate(plt.get_fignums()):
+        fig = plt.figure(num)
+        glue(f"{exp.name}-fig" + (str(i + 1) if i else ""), fig, display=False)
+        plt.close(fig)
+    glue(f"{exp.name}-source", source_line(exp.name, root), display=False)
+    return result
+
+
+class _Shown:
+    """Rendered as ``html`` on a page and as ``text`` in a notebook's text/plain (what nbval compares)."""
+
+    def __init__(self, html: str, text: str):
+        self.html, self.text = html, text
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def verdict_box(rows: Any) -> _Shown:
+    """The verdicts of one result as boxes: the status as colour and word, the claim, measured
+    against expected, the tolerance, the uncertainty and the margin to the next verdict.
+
+    ``rows``: a result of a registered experiment (judged here), or ledger rows (Claims or dicts).
+
+    Examples
+    --------
+    >>> from companion import ledger
+    >>> row = ledger.Claim(id="X-1", paper="A", where="Prop. 3.1", statement="W2 stays below the bound",
+    ...                    verdict=ledger.verdict(0.5, 1.0), measured=0.5, expected="<= 1", tolerance=1.0)
+    >>> box = verdict_box([row])
+    >>> print(box)
+    reproduced      X-1 (Prop. 3.1): measured 0.5 vs expected <= 1; tolerance 1.0; margin 0.5
+    >>> 'class="verdict verdict-ok"' in box._repr_html_()
+    True
+    """
+    from .registry import judge
+
+    if isinstance(rows, Mapping) and "experiment" in rows:
+        rows = judge(rows)
+    rows = [r.as_dict() if hasattr(r, "as_dict") else dict(r) for r in rows]
+    html_rows, text_rows = [], []
+    for r in rows:
+        parts = [f"measured {_text(r['measured'])}"]
+        if r.get("uncertainty") is not None:
+            u = r["uncertainty"]
+            parts[0] += f" ({u})" if isinstance(u, str) else f" ± {u!r}"
+        parts[0] += f" vs expected {_text(r['expected'])}"
+        if r.get("tolerance") is not None:
+            parts.append(f"tolerance {_text(r['tolerance'])}")
+        if r.get("margin") is not None:
+            parts.append(f"margin {r['margin']!r}")
+        detail = "; ".join(parts)
+        text_rows.append(f"{r['status']:<15} {r['id']} ({r['where']}): {detail}")
+        html_rows.append(
+            f'<div class="verdict verdict-{STATUS_CLASSES.get(r["status"], "na")}">'
+            f'<span class="verdict-status">{_esc(r["status"])}</span>'
+            f'<span class="verdict-claim"><b>{_esc(r["where"])}</b>: {_esc(r["statement"])}</span>'
+            f'<span class="verdict-numbers">{_esc(detail)}</span>'
+            f'<span class="verdict-id">{_esc(r["id"])}</span></div>')
+    return _Shown('<div class="verdicts">' + "".join(html_rows) + "</div>", "\n".join(text_rows))
+
+
+def numbers_table(values: Mapping[str, Any], sig: int = 3) -> _Shown:
+    """The numbers behind a figure as a two-column table (rounded as :func:`companion.report.show` prints).
+
+    Examples
+    --------
+    >>> print(numbers_table({"slope": 0.123456, "trials": 16}))
+    slope   0.123
+    trials  16
+    """
+    from .report import fmt
+
+    def cell(v: Any) -> str:
+        if isinstance(v, str):
+            return v
+        if hasattr(v, "tolist"):
+            v = v.tolist()
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(cell(x) for x in v) + "]"
+        return fmt(v, sig)
+
+    shown = [(str(k), cell(v)) for k, v in values.items()]
+    width = max((len(k) for k, _ in shown), default=0)
+    text = "\n".join(f"{k:<{width}}  {v}" for k, v in shown)
+    html = ('<table class="numbers"><tbody>' + "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in shown)
+            + "</tbody></table>")
+    return _Shown(html, text)
+
+
+def ledger_table(rows: Any, link: Callable[[Mapping[str, Any]], str] | None = None) -> _Shown:
+    """A chapter's ledger rows as one table: where, status, claim, measured, expected (``link(row)``,
+    when given, is the address of the section discussing the row, e.g. :func:`section_link`).
+
+    Examples
+    --------
+    >>> print(ledger_table([{"id": "X-1", "where": "Prop. 3.1", "status": "partly", "measured": 1.2,
+    ...                      "expected": "<= 1", "statement": "s"}]))
+    partly          X-1 (Prop. 3.1): measured 1.2 vs expected <= 1
+    """
+    rows = [r.as_dict() if hasattr(r, "as_dict") else dict(r) for r in rows]
+    text = "\n".join(f"{r['status']:<15} {r['id']} ({r['where']}): measured {_text(r['measured'])} vs expected "
+                     f"{_text(r['expected'])}" for r in rows)
+    body = []
+    for r in rows:
+        where = _esc(r["where"])
+        if link is not None:
+            where = f'<a href="{_esc(link(r))}">{where}</a>'
+        body.append(f'<tr><td>{where}</td><td><span class="status status-{STATUS_CLASSES.get(r["status"], "na")}">'
+                    f'{_esc(r["status"])}</span></td><td>{_esc(r["statement"])}</td>'
+                    f'<td>{_esc(_text(r["measured"]))}</td><td>{_esc(_text(r["expected"]))}</td></tr>')
+    html = ('<table class="ledger"><thead><tr><th>result</th><th>status</th><th>claim</th><th>measured</th>'
+            '<th>expected</th></tr></thead><tbody>' + "".join(body) + "</tbody></table>")
+    return _Shown(html, text)
+
+
+def book_figures() -> None:
+    """Figures as the book shows them: PNGs drawn at twice the resolution and shown at their size
+    (IPython's ``retina`` format), so they stay sharp on a high-density screen. Outside IPython it
+    does nothing.
+
+    Examples
+    --------
+    >>> book_figures()  # no IPython kernel here: nothing to set
+    """
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:
+        return
+    if get_ipython() is not None:
+        set_matplotlib_formats("retina")
+
+
+def count_line(rows: Any) -> str:
+    """One line counting a chapter's verdicts, for the top of its page.
+
+    Examples
+    --------
+    >>> count_line([{"status": "reproduced"}, {"status": "partly"}, {"status": "reproduced"}])
+    '3 results checked: 2 reproduced, 1 partly'
+    """
+    from .ledger import QUESTION_STATUSES, STATUSES
+
+    rows = [r.as_dict() if hasattr(r, "as_dict") else dict(r) for r in rows]
+    statuses = [r["status"] for r in rows]
+    parts = [f"{statuses.count(s)} {s.replace('-', ' ')}" for s in STATUSES + QUESTION_STATUSES if statuses.count(s)]
+    return f"{len(rows)} result{'s' if len(rows) != 1 else ''} checked: " + ", ".join(parts)
+
+
+def section_link(row: Mapping[str, Any], page: str | None = None) -> str:
+    """The link to the section discussing a ledger row's result: ``#sec-<experiment>`` on the
+    chapter's own page, ``<chapter>.html#sec-<experiment>`` from another page of the chapters.
+
+    Examples
+    --------
+    >>> row = {"chapter": "introduction", "experiment": "intro-consensus"}
+    >>> section_link(row), section_link(row, page="claims")
+    ('#sec-intro-consensus', 'introduction.html#sec-intro-consensus')
+    """
+    anchor = f"#sec-{row.get('experiment') or ''}" if row.get("experiment") else ""
+    return anchor if page in (None, row.get("chapter")) else f"{row['chapter']}.html{anchor}"

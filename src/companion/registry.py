@@ -351,7 +351,7 @@ class Experiment:
             return []
         rows = self.claims(result, self.config_of(result))
         profile = str(result.get("profile", "?"))
-        return [dataclasses.replace(c, chapter=self.chapter, profile=profile) for c in rows]
+        return [dataclasses.replace(c, chapter=self.chapter, profile=profile, experiment=self.name) for c in rows]
 
 
 def _plain(v: Any) -> Any:
