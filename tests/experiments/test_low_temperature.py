@@ -371,4 +371,4 @@ def test_a_result_stored_under_the_former_field_names_still_plots_and_judges(hm)
     import matplotlib
     matplotlib.use("Agg")
     ax = ex.plot_hardmax(old)
-    assert ax.get_lines()[0].get_label() == f"trajectories at t = {hm['config']['t1']:g}"
+    assert ax.get_lines()[0].get_label() == f"trajectories at $t = {hm['config']['t1']:g}$"

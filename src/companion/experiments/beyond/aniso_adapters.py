@@ -103,20 +103,32 @@ def plot_aniso_adapters(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, FULL_WIDTH
+
+    fs = 10
     if ax is None:
-        _, ax = plt.subplots(1, 2, figsize=(10, 3.4))
+        _, ax = plt.subplots(1, 2, figsize=(FULL_WIDTH, 3.9), gridspec_kw={"width_ratios": (1.25, 1)})
     x = np.arange(len(result["cases"]))
-    ax[0].errorbar(x, result["level"], yerr=2 * result["level_se"], fmt="o", capsize=3, label="measured (2 s.e.)")
-    ax[0].plot(x, result["predicted"], "kx", ms=8, label="derived (per-direction kappa)")
-    ax[0].plot(x, result["single_kappa"], "r+", ms=8, label="eq. (21), one kappa = mean off-u1 noise")
-    ax[0].set_xticks(x, ["w=(" + ", ".join(f"{v:.2g}" for v in w) + ")" for w in result["cases"]], fontsize=7, rotation=15)
-    ax[0].set(ylabel="stationary sum_i (1 - <x_i,u1>^2)", title="beyond-aniso-adapters: level")
-    ax[0].legend(fontsize=7)
+    ax[0].errorbar(x, result["level"], yerr=2 * result["level_se"], fmt="o", capsize=3, color=COLORS["measured"],
+                   label="measured (2 s.e.)")
+    ax[0].plot(x, result["predicted"], "x", color=COLORS["theory"], ms=9, mew=1.5, label=r"derived (each $k_i$)")
+    ax[0].plot(x, result["single_kappa"], "+", color=COLORS["bound"], ms=10, mew=1.5, label=r"eq. (21), one $\kappa$")
+    ax[0].set_xticks(x, ["(" + ", ".join(f"{v:.2g}" for v in w) + ")" for w in result["cases"]], fontsize=fs, rotation=30, ha="right")
+    ax[0].set_xlabel(r"covariance weights $w$", fontsize=fs)
+    ax[0].set_ylabel(r"stationary $\sum_i (1 - \langle x_i, u_1\rangle^2)$", fontsize=fs)
+    ax[0].set_title("Level per covariance", fontsize=fs)
+    ax[0].legend(fontsize=fs)
     for j, c in enumerate(result["scaling_cases"]):
         ax[1].errorbar(result["depths"], result["scaling_level"][j], yerr=2 * result["scaling_se"][j], marker="o", capsize=3,
-                       label=f"w = {tuple(round(v, 2) for v in result['cases'][c])}")
-    ax[1].set(xscale="log", yscale="log", xlabel="depth L (eta_L = sqrt(L))", ylabel="level", title="level against L")
-    ax[1].legend(fontsize=7)
+                       color=COLORS["measured"] if j == 0 else COLORS["accent"],
+                       label="w = (" + ", ".join(f"{v:.2g}" for v in result["cases"][c]) + ")")
+    ax[1].set(xscale="log", yscale="log")
+    ax[1].set_xlabel(r"depth $L$ ($\eta_L = \sqrt{L}$)", fontsize=fs)
+    ax[1].set_ylabel("level", fontsize=fs)
+    ax[1].set_title(r"Level against the depth $L$", fontsize=fs)
+    ax[1].legend(fontsize=fs)
+    for a in ax:
+        a.tick_params(labelsize=fs)
     ax[0].figure.tight_layout()
     return ax
 

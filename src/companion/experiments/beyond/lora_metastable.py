@@ -185,9 +185,9 @@ def _lora_plateau(cfg: LoraMetastableConfig, generator: torch.Generator, device:
 
 
 def plot_lora_metastable(result: dict[str, Any], ax=None):
-    """Question 2 in four panels: the first-order rate coefficients measured against derived; the
-    forced degree 2; the merge rate of two clusters against eps; the plateau and the share of runs
-    whose plateau has not ended, against eps / eps*.
+    """Question 2 in four panels (a 2 x 2 grid): the first-order rate coefficients measured against
+    derived; the forced degree 2; the merge rate of two clusters against eps; the plateau and the
+    share of runs whose plateau has not ended, against eps / eps*.
 
     Examples
     --------
@@ -197,45 +197,62 @@ def plot_lora_metastable(result: dict[str, Any], ax=None):
     4
     """
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
+    from ...style import COLORS, FULL_WIDTH
+
+    fs = 10
     if ax is None:
-        _, ax = plt.subplots(1, 4, figsize=(17, 3.6))
-    for geo, mk in (("circle", "o"), ("sphere", "s")):
-        ax[0].plot(result[geo]["d_rate_pred"].ravel(), result[geo]["d_rate"].ravel(), mk, mfc="none", label=f"{geo}: rate")
-    ax[0].plot(result["circle"]["d_freq_pred"].ravel(), result["circle"]["d_freq"].ravel(), "x", label="circle: frequency")
+        _, grid2 = plt.subplots(2, 2, figsize=(FULL_WIDTH, 6.6))
+        ax = grid2.ravel()
+    for geo, mk, c in (("circle", "o", COLORS["measured"]), ("sphere", "s", COLORS["accent"])):
+        ax[0].plot(result[geo]["d_rate_pred"].ravel(), result[geo]["d_rate"].ravel(), mk, mfc="none", color=c, label=f"{geo}: rate")
+    ax[0].plot(result["circle"]["d_freq_pred"].ravel(), result["circle"]["d_freq"].ravel(), "x", color=COLORS["reference"],
+               label="circle: frequency")
     lim = [min(ax[0].get_xlim()[0], ax[0].get_ylim()[0]), max(ax[0].get_xlim()[1], ax[0].get_ylim()[1])]
-    ax[0].plot(lim, lim, "k-", lw=0.6)
-    ax[0].set(xlabel="derived d lambda / d eps", ylabel="measured", title="beyond-lora-metastable: first order")
-    ax[0].legend(fontsize=7)
+    ax[0].plot(lim, lim, "-", color=COLORS["theory"], lw=0.6)
+    ax[0].set_xlabel(r"derived $d\lambda / d\varepsilon$", fontsize=fs)
+    ax[0].set_ylabel("measured", fontsize=fs)
+    ax[0].set_title("First-order coefficients", fontsize=fs)
+    ax[0].legend(fontsize=fs)
     for geo, ls_ in (("circle", "-"), ("sphere", "--")):
         g = result[geo]
         for i, ang in enumerate(result["angles"]):
-            line, = ax[1].plot(g["ts"], g["forcing_pred"][i] / result["eps_check"], ls_, lw=1)
-            ax[1].plot(g["ts"], g["forcing"][i] / result["eps_check"], "o", ms=3, color=line.get_color(),
-                       label=f"{geo}, {ang:g} deg")
-    ax[1].set(xlabel="t", ylabel="<x^T S0 x> / eps", title="forced degree 2 (lines: derived)")
-    ax[1].legend(fontsize=6)
+            ax[1].plot(g["ts"], g["forcing_pred"][i] / result["eps_check"], ls_, lw=1, color=f"C{i}")
+            ax[1].plot(g["ts"], g["forcing"][i] / result["eps_check"], "o" if geo == "circle" else "s", ms=3, color=f"C{i}")
+    handles = [Line2D([], [], color=f"C{i}", marker="o", ms=3, label=rf"$\theta = {a:g}°$") for i, a in enumerate(result["angles"])]
+    handles += [Line2D([], [], color=COLORS["reference"], ls="-", label="circle"),
+                Line2D([], [], color=COLORS["reference"], ls="--", label="sphere")]
+    ax[1].set_xlabel(r"$t$", fontsize=fs)
+    ax[1].set_ylabel(r"$\langle x^\top S_0 x\rangle / \varepsilon$", fontsize=fs)
+    ax[1].set_title("Forced degree 2 (lines: derived)", fontsize=fs)
+    ax[1].legend(handles=handles, fontsize=fs, ncol=2)
     tt = result["two_token"]
     f = np.array([c[1] for c in tt["cases"]])
-    for ang in result["angles"]:
+    for i, ang in enumerate(result["angles"]):
         sel = np.array([c[0] == ang for c in tt["cases"]])
         grid = np.linspace(0, max(f.max(), 1.0) * 1.1, 50)
-        line, = ax[2].plot(grid, [lora_merge_rate(result["beta_plateau"], lora_direction(ang, 2), g * tt["eps_star"])["rate"]
-                                  for g in grid], "-", lw=1)
-        ax[2].plot(f[sel], tt["rate"][sel], "o", color=line.get_color(), label=f"{ang:g} deg")
-    ax[2].axhline(0, color="gray", lw=0.6)
-    ax[2].set(xlabel="eps / eps*(0 deg)", ylabel="merge rate of two clusters", title="two clusters (lines: derived)")
-    ax[2].legend(fontsize=7)
+        ax[2].plot(grid, [lora_merge_rate(result["beta_plateau"], lora_direction(ang, 2), g * tt["eps_star"])["rate"]
+                          for g in grid], "-", lw=1, color=f"C{i}")
+        ax[2].plot(f[sel], tt["rate"][sel], "o", color=f"C{i}", label=rf"$\theta = {ang:g}°$")
+    ax[2].axhline(0, color=COLORS["reference"], lw=0.6)
+    ax[2].set_xlabel(r"$\varepsilon / \varepsilon^*(0°)$", fontsize=fs)
+    ax[2].set_ylabel("merge rate", fontsize=fs)
+    ax[2].set_title("Two clusters merging (lines: derived)", fontsize=fs)
+    ax[2].legend(fontsize=fs)
     pl = result["plateau"]
     fac = np.asarray(result["plateau_factors"])
     for i, n in enumerate(result["ns"]):
         m, se = fits.mean_stderr(pl["plateau"][i])
-        line = ax[3].errorbar(fac, m, yerr=2 * se, marker="o", capsize=3, label=f"n = {n}: plateau (2 s.e.)")
-        ax[3].plot(fac, result["t_max"] * pl["censored"][i].mean(-1), "x:", color=line[0].get_color(),
-                   label=f"n = {n}: share not ended x t_max")
-    ax[3].axvline(1.0, color="k", ls="--", lw=0.8)
-    ax[3].set(xlabel="eps / eps* (aligned adapter)", ylabel="time", title="plateau of two clusters")
-    ax[3].legend(fontsize=6)
+        ax[3].errorbar(fac, m, yerr=2 * se, marker="o", capsize=3, color=f"C{i}", label=f"n = {n}")
+        ax[3].plot(fac, result["t_max"] * pl["censored"][i].mean(-1), "x:", color=f"C{i}")
+    ax[3].axvline(1.0, color=COLORS["theory"], ls="--", lw=0.8)
+    ax[3].set_xlabel(r"$\varepsilon / \varepsilon^*$ (aligned adapter)", fontsize=fs)
+    ax[3].set_ylabel("time", fontsize=fs)
+    ax[3].set_title("Plateau of two clusters", fontsize=fs)
+    ax[3].legend(fontsize=fs)
+    for a in ax:
+        a.tick_params(labelsize=fs)
     ax[0].figure.tight_layout()
     return ax
 

@@ -49,7 +49,8 @@ class NegdefPatternsConfig:
 
 
 def plot_negdef_patterns(result: dict[str, Any], ax=None):
-    """Distribution of the final split n_+ per (n, beta), predicted-stable splits marked.
+    """Distribution of the final split n_+ per (n, beta), predicted-stable splits marked: one panel
+    per n, in rows of at most four, one legend for the betas below.
 
     Examples
     --------
@@ -60,22 +61,45 @@ def plot_negdef_patterns(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import FULL_WIDTH
+
+    fs = 10
     ns = result["ns"]
     if ax is None:
-        _, ax = plt.subplots(1, len(ns), figsize=(4.2 * len(ns), 3.2), squeeze=False)
-        ax = ax[0]
+        ncol = min(len(ns), 4)
+        nrow = -(-len(ns) // ncol)
+        fig, grid = plt.subplots(nrow, ncol, figsize=(FULL_WIDTH, 2.4 * nrow + 0.5), squeeze=False)
+        grid = grid.ravel()
+        for a in grid[len(ns):]:
+            a.set_visible(False)
+        ax = list(grid[:len(ns)])
     nb = len(result["betas"])
+    handles = []
     for a, n in zip(ax, ns):
+        handles = []
         for j, beta in enumerate(result["betas"]):
             cell = result["cells"][f"n={n} beta={beta:g}"]
             k = np.arange(-1, n + 1)
             counts = np.array([int((np.asarray(cell["n_plus"]) == i).sum()) for i in k])
             off = (j - (nb - 1) / 2) * 0.8 / nb
-            a.bar(k + off, counts, width=0.8 / nb, label=f"beta = {beta:g}", color=f"C{j}")
+            handles.append(a.bar(k + off, counts, width=0.8 / nb, label=rf"$\beta = {beta:g}$", color=f"C{j}"))
             stable = [int(i) for i, v in cell["stable"].items() if v]
-            a.plot(np.array(stable) + off, [-0.5] * len(stable), "^", color=f"C{j}", ms=5)
-        a.set(xlabel="n_+ at t1 (-1: no split on e_d)", ylabel="trials", title=f"beyond-negdef-patterns, n = {n}")
-        a.legend(fontsize=7)
+            a.plot(np.array(stable) + off, [-0.04 * max(1, counts.max())] * len(stable), "^", color=f"C{j}", ms=5)
+        a.set_title(f"n = {n}", fontsize=fs)
+        a.tick_params(labelsize=fs)
+        a.xaxis.get_major_locator().set_params(integer=True)
+    fig = ax[0].figure
+    spare = [a for a in fig.axes if not a.get_visible()]
+    fig.supxlabel(r"final split $n_+$ ($-1$: no split on $e_3$)", fontsize=fs)
+    fig.supylabel("trials", fontsize=fs)
+    if spare:  # the legend in the grid's empty slot
+        spare[0].set_visible(True)
+        spare[0].axis("off")
+        spare[0].legend(handles=handles, loc="center", fontsize=fs, frameon=False)
+        fig.tight_layout()
+    else:
+        fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(nb, 6), fontsize=fs, frameon=False)
+        fig.tight_layout()
     return ax
 
 

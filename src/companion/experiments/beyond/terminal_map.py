@@ -70,8 +70,9 @@ def _ends(X: torch.Tensor, F: int, A: int) -> list[str]:
 
 
 def plot_terminal_map(result: dict[str, Any], ax=None):
-    """The map: per cell the share of runs ending on F^abs (colour), the predicted boundary
-    rho = tanh(x) of the bipolar state's stability, and the cells where runs end on neither.
+    """The map: per cell the share of runs ending on F^abs (colour), the predicted set of stable
+    end states (letter in the cell: F, A for F^abs, B both, N neither), the predicted boundary
+    rho = tanh(x) of the bipolar state's stability, and the cells where runs end on neither (crosses).
 
     Examples
     --------
@@ -82,23 +83,35 @@ def plot_terminal_map(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, FULL_WIDTH
+
+    fs = 10
+    letter = {"F": "F", "Fabs": "A", "both": "B", "neither": "N"}
     dims = sorted(set(result["dim"]))
     if ax is None:
-        _, ax = plt.subplots(1, len(dims), figsize=(5 * len(dims), 3.8), squeeze=False)
+        _, ax = plt.subplots(1, len(dims), figsize=(FULL_WIDTH if len(dims) > 1 else FULL_WIDTH / 2, 4.8), squeeze=False)
         ax = ax[0]
     xs, rhos = np.array(result["xs"]), np.array(result["rhos"])
     for a, d in zip(ax, dims):
         sel = [i for i, dd in enumerate(result["dim"]) if dd == d]
         for i in sel:
             x, rho, fa, ne = result["x"][i], result["rho"][i], result["frac_Fabs"][i], result["frac_neither"][i]
-            a.scatter([x], [rho], s=260, c=[[fa, 0.2, 1 - fa]], marker="s" if ne == 0 else "X", edgecolors="k")
-            a.annotate(result["predicted"][i], (x, rho), textcoords="offset points", xytext=(0, -16), ha="center", fontsize=6)
+            a.scatter([x], [rho], s=190, c=[[fa, 0.2, 1 - fa]], marker="s" if ne == 0 else "X", edgecolors="k")
+            a.text(x, rho, letter.get(result["predicted"][i], "?"), ha="center", va="center", color="w", fontsize=fs,
+                   fontweight="bold")
         grid = np.linspace(min(0.01, xs.min()), xs.max() * 1.05, 200)
-        a.plot(grid[grid > 0], np.tanh(grid[grid > 0]), "k--", lw=1, label="rho = tanh x\n(F^abs stable below)")
-        a.axhline(0, color="gray", lw=0.6)
-        a.set(xlabel="x = -beta <e3, B e3>", ylabel="rho = top eigenvalue of V", title=f"beyond-terminal-map, d = {d}",
-              ylim=(rhos.min() - 0.2, max(1.05, rhos.max() + 0.1)))
-        a.legend(fontsize=7, loc="center", bbox_to_anchor=(0.25, 0.55))
+        a.plot(grid[grid > 0], np.tanh(grid[grid > 0]), "--", color=COLORS["theory"], lw=1,
+               label=r"$\rho = \tanh x$ ($F^{\mathrm{abs}}$ stable below)")
+        a.axhline(0, color=COLORS["reference"], lw=0.6)
+        a.set_xlabel(r"$x = -\beta\langle e_3, B e_3\rangle$", fontsize=fs)
+        a.set_ylabel(r"$\rho$, top eigenvalue of $V$", fontsize=fs)
+        a.set_title(f"Where the runs end, d = {d}", fontsize=fs)
+        a.set_ylim(rhos.min() - 0.2, max(1.05, rhos.max() + 0.1))
+        a.tick_params(labelsize=fs)
+    fig = ax[0].figure
+    h, lab = ax[0].get_legend_handles_labels()
+    fig.legend(h, lab, loc="lower center", fontsize=fs, frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return ax
 
 

@@ -74,8 +74,8 @@ def plot_layer_repetition(result: dict, ax=None):
     ax.plot(depth, result["natural"], label="natural text (BBC)")
     ax.plot(depth, result["random"], label="random words")
     ax.axvline(result["layers"] + 0.5, color="k", ls=":", label="repetition starts")
-    ax.set(xlabel="depth", ylabel="mean token cosine", title="layers repeated (llm-layer-repetition)")
-    ax.legend(fontsize=8)
+    ax.set(xlabel="depth", ylabel="mean token cosine", title="the 30 layers run twice")
+    ax.legend(fontsize=10)
     return ax
 
 

@@ -115,9 +115,9 @@ def plot_random_adapters(result: dict, ax=None, key: str = "v_proj"):
     for r, row in zip(result["ranks"], c["ppl"]):
         ax.plot(result["norms"], row, "o-", label=f"r = {r}")
     ax.axhline(result["ppl0"], color="k", ls=":", label="base")
-    ax.set(xscale="log", yscale="log", xlabel=r"$\|\Delta V_\ell\|_F$ per layer", ylabel="BBC perplexity",
-           title=f"random adapters on {key} (llm-random-adapters)")
-    ax.legend(fontsize=8)
+    ax.set(xscale="log", yscale="log", xlabel=r"$\|\Delta V^\ell\|_F$ per layer", ylabel="BBC perplexity",
+           title="random adapters on the value projections" if key == "v_proj" else f"random adapters on {key}")
+    ax.legend(fontsize=10)
     return ax
 
 

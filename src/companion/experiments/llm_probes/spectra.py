@@ -150,7 +150,7 @@ def plot_spectra(result: dict, ax=None):
     if axes is None:
         import matplotlib.pyplot as plt
 
-        _, axes = plt.subplots(1, 2, figsize=(9, 4))
+        _, axes = plt.subplots(1, 2, figsize=(7.2, 4.0), layout="constrained")
     t = np.linspace(0, 2 * np.pi, 200)
     for ax, key in zip(axes, ("encoder", "decoder")):
         side = result[key]
@@ -162,8 +162,8 @@ def plot_spectra(result: dict, ax=None):
         ax.plot(np.cos(t), np.sin(t), color="0.6", lw=0.6)
         ax.axvline(0, color="k", lw=0.5)
         ax.set(xlabel=r"Re $\lambda / |\lambda_1|$", ylabel=r"Im $\lambda / |\lambda_1|$", aspect="equal",
-               title=f"{key}: eig $V_h$ (llm-spectra)")
-        ax.legend(fontsize=7, loc="lower left")
+               title={"encoder": "MiniLM (encoder)", "decoder": "SmolLM2 (decoder)"}.get(key, key))
+        ax.legend(fontsize=10, loc="lower left")
     return axes
 
 
@@ -190,8 +190,8 @@ def plot_spectra_eigengaps(result: dict, ax=None):
         ax.axhline(s["null_frac"], color=color, ls="--", lw=1, label=f"{key}: Gaussian heads")
     ax.axhline(MOST_HEADS, color="k", ls=":", lw=1, label="half of the heads")
     ax.set(xlabel="layer / number of layers", ylabel=f"heads with eigengap > {GAP_MIN:g}", ylim=(0, 1),
-           title="eigengap of $V_h$ by depth (llm-spectra)")
-    ax.legend(fontsize=7)
+           title=r"heads with an eigengap, by depth")
+    ax.legend(fontsize=10)
     return ax
 
 
@@ -219,8 +219,8 @@ def plot_spectra_qk_ranks(result: dict, ax=None):
         ax.plot(layers, s["rank_frac"][1], "o-", color=color, ms=3, label=f"{key}: resolved rank / {cap}")
         ax.plot(layers, np.asarray(side["rank_layer"]) / cap, "--", color=color, lw=1,
                 label=f"{key}: rank at rtol {float(side['rank_rtol']):g}")
-    ax.set(xlabel="layer", ylabel="rank of $K^T Q$ / cap", ylim=(0, 1.05), title="query-key rank by layer (llm-spectra)")
-    ax.legend(fontsize=7)
+    ax.set(xlabel="layer", ylabel=r"rank of $K^\top Q$ / cap", ylim=(0, 1.05), title=r"rank of $K^\top Q$ by layer")
+    ax.legend(fontsize=10)
     return ax
 
 

@@ -89,8 +89,8 @@ def _log_x(ax) -> None:
 
 
 def _tag(result: dict) -> str:
-    """``"(llm-training)"``, or the experiment a result names."""
-    return f"({result.get('experiment', 'llm-training')})"
+    """A title's tail in words: empty for ``llm-training``, "(trained partly on Hamlet)" for ``llm-training-indomain``."""
+    return "(trained partly on Hamlet)" if result.get("experiment") == "llm-training-indomain" else ""
 
 
 def _seed_band(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -140,8 +140,8 @@ def plot_training(result: dict, ax=None):
     ax.axhline(1.0, color="k", ls=":", lw=0.8)
     _log_x(ax)
     ax.set(xlabel=r"update norm $(\sum_\ell \|\Delta V_\ell\|_F^2)^{1/2}$",
-           ylabel="BBC perplexity / before training", title=f"forgetting vs update norm {_tag(result)}")
-    ax.legend(fontsize=8)
+           ylabel="BBC perplexity / before training", title=f"forgetting vs update norm {_tag(result)}".strip())
+    ax.legend(fontsize=10)
     return ax
 
 
@@ -186,8 +186,8 @@ def plot_training_alignment(result: dict, ax=None):
         se = math.sqrt(2 * (d - int(r)) / (int(r) * (d + 2)) / (L * np.shape(run["align"])[0]))
         ax.axhline(1 + 2 * se, color=f"C{i}", ls="--", lw=0.8, label="random + 2 se" if i == 0 else None)
     ax.axhline(1.0, color="k", ls=":", label="random subspace")
-    ax.set(xlabel="step", ylabel=r"mean$_\ell$ Align$_\ell$", title=f"alignment with $u_1$ {_tag(result)}")
-    ax.legend(fontsize=8)
+    ax.set(xlabel="step", ylabel=r"mean$_\ell$ Align$_\ell$", title=f"alignment with $u_1$ {_tag(result)}".strip())
+    ax.legend(fontsize=10)
     return ax
 
 
@@ -226,7 +226,7 @@ def plot_training_drift(result: dict, ax=None):
     if axes is None:
         import matplotlib.pyplot as plt
 
-        _, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+        _, axes = plt.subplots(1, 2, figsize=(7.2, 3.6), layout="constrained")
     L, tau = int(result["layers"]), float(result["tau"])
     layers = np.arange(1, L + 1)
     for i, (r, run) in enumerate(result["runs"].items()):
@@ -237,12 +237,12 @@ def plot_training_drift(result: dict, ax=None):
         axes[1].errorbar(run["step"], mb, yerr=sb, fmt="o-", color=f"C{i}", capsize=2, label=f"r = {r}")
     axes[0].axhline(tau, color="k", ls=":", label=r"$\tau$")
     axes[0].set(yscale="log", xlabel="layer", ylabel=r"$\Delta_\ell$ at the last step",
-                title=f"hidden-state drift {_tag(result)}")
+                title=f"hidden-state drift {_tag(result)}".strip())
     axes[1].axhline(L + 1, color="0.5", ls="--", lw=0.8)
-    axes[1].text(0, L + 1, " no layer above tau", va="bottom", fontsize=7, color="0.4")
-    axes[1].set(xlabel="step", ylabel=rf"$b_{{{tau:g}}}$ (layer)", ylim=(0, L + 3), title=f"bifurcation depth {_tag(result)}")
-    for ax in axes:
-        ax.legend(fontsize=7)
+    axes[1].text(0, L + 1, r" no layer above $\tau$", va="bottom", fontsize=10, color="0.4")
+    axes[1].set(xlabel="step", ylabel=rf"$b_{{{tau:g}}}$ (layer)", ylim=(0, L + 3), title="bifurcation depth")
+    axes[0].legend(fontsize=10, loc="lower right")
+    axes[1].legend(fontsize=10, loc="lower left")
     return axes
 
 
@@ -265,24 +265,24 @@ def plot_training_bridge(result: dict, ax=None):
     if axes is None:
         import matplotlib.pyplot as plt
 
-        _, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+        _, axes = plt.subplots(1, 2, figsize=(7.2, 3.6), layout="constrained")
     layers = np.arange(1, int(result["layers"]) + 1)
     for i, (r, run) in enumerate(result["runs"].items()):
         bound = np.asarray(run["bound"], float)[:, -1]
         bound = np.where(np.isfinite(bound), bound, np.nan)  # inf where gap + a <= 0: no bound, not drawn
         seen = np.isfinite(bound).sum(0)
         mean = np.where(seen > 0, np.nansum(bound, 0) / np.maximum(seen, 1), np.nan)
-        axes[0].plot(layers, mean, color=f"C{i}", label=f"r = {r}: bound (16)")
+        axes[0].plot(layers, mean, color=f"C{i}", label="bound (16)" if i == 0 else None)
         axes[0].plot(layers, np.asarray(run["u1_shift"], float)[:, -1].mean(0), "--", color=f"C{i}",
-                     label=r"$|u_1 - \tilde u_1|$ (dashed)" if i == 0 else None)
+                     label=r"$|u_1 - \tilde u_1|$" if i == 0 else None)
         axes[1].plot(np.asarray(run["drift"], float)[:, -1, -1], np.exp(_forgetting(run)[:, -1]), "o", color=f"C{i}", label=f"r = {r}")
     axes[0].axhline(1.0, color="k", ls=":", lw=0.8)
-    axes[0].set(yscale="log", xlabel="layer", ylabel="at the last step", title=r"Prop. 3.3 on $V^\top V$ " + _tag(result))
+    axes[0].set(yscale="log", xlabel="layer", ylabel="bound (16) and shift, last step", title=(r"Prop. 3.3 on $V^\top V$ " + _tag(result)).strip())
     _log_x(axes[1])
     axes[1].set(xlabel=r"last-layer drift $\Delta_L$ at the end", ylabel="BBC perplexity / before training",
                 title="drift and forgetting, one point per run")
-    for ax in axes:
-        ax.legend(fontsize=6)
+    axes[0].legend(fontsize=10, loc="lower right")
+    axes[1].legend(fontsize=10, loc="lower right")
     return axes
 
 

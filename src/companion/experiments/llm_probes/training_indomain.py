@@ -78,7 +78,7 @@ def plot_training_indomain(result: dict, ax=None):
     >>> matplotlib.use("Agg")
     >>> res = {"runs": {4: _example_run()}, "d": 64, "layers": 2, "tau": 0.2, "experiment": "llm-training-indomain"}
     >>> plot_training_indomain(res).get_title()
-    'forgetting vs update norm (llm-training-indomain)'
+    'forgetting vs update norm (trained partly on Hamlet)'
     """
     return plot_training(result, ax)
 
@@ -92,7 +92,7 @@ def plot_training_indomain_alignment(result: dict, ax=None):
     >>> matplotlib.use("Agg")
     >>> res = {"runs": {4: _example_run()}, "d": 64, "layers": 2, "tau": 0.2, "experiment": "llm-training-indomain"}
     >>> plot_training_indomain_alignment(res).get_title()
-    'alignment with $u_1$ (llm-training-indomain)'
+    'alignment with $u_1$ (trained partly on Hamlet)'
     """
     return plot_training_alignment(result, ax)
 
@@ -106,7 +106,7 @@ def plot_training_indomain_drift(result: dict, ax=None):
     >>> matplotlib.use("Agg")
     >>> res = {"runs": {4: _example_run()}, "d": 64, "layers": 2, "tau": 0.2, "experiment": "llm-training-indomain"}
     >>> [a.get_title() for a in plot_training_indomain_drift(res)]
-    ['hidden-state drift (llm-training-indomain)', 'bifurcation depth (llm-training-indomain)']
+    ['hidden-state drift (trained partly on Hamlet)', 'bifurcation depth']
     """
     return plot_training_drift(result, ax)
 
@@ -121,7 +121,7 @@ def plot_training_indomain_bridge(result: dict, ax=None):
     >>> matplotlib.use("Agg")
     >>> res = {"runs": {4: _example_run()}, "layers": 2, "experiment": "llm-training-indomain"}
     >>> plot_training_indomain_bridge(res)[0].get_title()
-    'Prop. 3.3 on $V^\\\\top V$ (llm-training-indomain)'
+    'Prop. 3.3 on $V^\\\\top V$ (trained partly on Hamlet)'
     """
     return plot_training_bridge(result, ax)
 

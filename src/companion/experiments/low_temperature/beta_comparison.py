@@ -84,21 +84,34 @@ def plot_beta_comparison(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, FULL_WIDTH, MIN_FONT
+
     if ax is None:
-        _, ax = plt.subplots(1, 2, figsize=(10, 3.6))
+        fig, ax = plt.subplots(1, 2, figsize=(FULL_WIDTH, 3.6), layout="constrained")
     ts = result["ts"]
+    cmap = plt.get_cmap("viridis")
+    nb = len(result["betas"])
     for k, b in enumerate(result["betas"]):
-        ax[0].semilogy(ts, result["w2"][:, k].mean(axis=-1), label=f"beta = {b:g}")
-    ax[0].semilogy(ts, np.maximum(result["w2_inf"].mean(axis=-1), 1e-16), "k--", label="beta = inf")
-    ax[0].set(xlabel="t", ylabel=r"$W_2(\mu_t, \Pi_\sharp\mu_0)$", ylim=(1e-6, 3), title="beta_comparison")
-    ax[0].legend(fontsize=8)
+        ax[0].semilogy(ts, result["w2"][:, k].mean(axis=-1), color=cmap(k / max(nb - 1, 1) * 0.9), label=rf"$\beta = {b:g}$")
+    ax[0].semilogy(ts, np.maximum(result["w2_inf"].mean(axis=-1), 1e-16), "--", color=COLORS["theory"], label=r"$\beta = \infty$")
+    ax[0].set_ylim(1e-6, 3)
+    ax[0].set_xlabel(r"$t$", fontsize=MIN_FONT)
+    ax[0].set_ylabel(r"$W_2(\mu_t, \Pi_\sharp\mu_0)$", fontsize=MIN_FONT)
+    ax[0].set_title(r"Distance to $\Pi_\sharp\mu_0$ (seed mean)", fontsize=MIN_FONT)
+    ax[0].legend(fontsize=MIN_FONT, ncol=2, loc="lower left")
     lb = np.log(result["betas"])
-    ax[1].plot(lb, result["exit_times"], "o", color="C0", alpha=0.4)
-    ax[1].plot(lb, result["mean_exit"], "s", color="C1", label="seed mean")
+    et = np.asarray(result["exit_times"], dtype=float)
+    ax[1].plot(np.broadcast_to(lb.reshape(-1, *([1] * (et.ndim - 1))), et.shape).ravel(), et.ravel(), "o",
+               color=COLORS["reference"], alpha=0.4, label="one seed")
+    ax[1].plot(lb, result["mean_exit"], "s", color=COLORS["measured"], label="seed mean")
     f = result["fit"]
-    ax[1].plot(lb, f["slope"] * lb + f["intercept"], "k-", label=f"slope {f['slope']:.2f}, R2 {f['r2']:.3f}")
-    ax[1].set(xlabel=r"$\log\beta$", ylabel="exit time", title="end of the metastable phase")
-    ax[1].legend()
+    ax[1].plot(lb, f["slope"] * lb + f["intercept"], "-", color=COLORS["theory"], label=f"fit: slope {f['slope']:.2f}")
+    ax[1].set_xlabel(r"$\log\beta$", fontsize=MIN_FONT)
+    ax[1].set_ylabel("exit time", fontsize=MIN_FONT)
+    ax[1].set_title("End of the metastable phase", fontsize=MIN_FONT)
+    ax[1].legend(fontsize=MIN_FONT)
+    for a in ax:
+        a.tick_params(labelsize=MIN_FONT)
     return ax
 
 

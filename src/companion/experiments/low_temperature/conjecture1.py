@@ -83,16 +83,22 @@ def plot_conjecture1(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, FULL_WIDTH, MIN_FONT
+
     if ax is None:
-        _, ax = plt.subplots(1, 2, figsize=(10, 3.6))
+        fig, ax = plt.subplots(1, 2, figsize=(FULL_WIDTH, 3.4), sharey=True, layout="constrained")
     ts = result["ts"]
-    for a, name, title in ((ax[0], "F", "V = diag(-1, 1, -2), B = diag(-1, -1, 1)"), (ax[1], "Fabs", "V = diag(-1, 1, -3), B = diag(-2, -1, -0.1)")):
+    for a, name, title in ((ax[0], "F", r"Ends on $F$: $V = \mathrm{diag}(-1, 1, -2)$"),
+                           (ax[1], "Fabs", r"Ends on $F^{\rm abs}$: $V = \mathrm{diag}(-1, 1, -3)$")):
         r = result[name]
-        a.plot(ts, r["align_E"].mean(axis=-1), label="E (top of V B^T)")
-        a.plot(ts, r["align_F"].mean(axis=-1), label="F (top of V)")
-        a.plot(ts, r["align_Fabs"].mean(axis=-1), "--", label="F^abs (largest |eig| of V)")
-        a.set(xlabel="t", ylabel="mean alignment", title=f"conjecture1: {title}")
-        a.legend(fontsize=8)
+        a.plot(ts, r["align_E"].mean(axis=-1), color=COLORS["measured"], label=r"$E$ (top of $VB^\top$)")
+        a.plot(ts, r["align_F"].mean(axis=-1), color=COLORS["accent"], label=r"$F$ (top of $V$)")
+        a.plot(ts, r["align_Fabs"].mean(axis=-1), "--", color=COLORS["reference"], label=r"$F^{\rm abs}$ (largest $|\lambda|$ of $V$)")
+        a.set_xlabel(r"$t$", fontsize=MIN_FONT)
+        a.set_title(title, fontsize=MIN_FONT)
+        a.tick_params(labelsize=MIN_FONT)
+    ax[0].set_ylabel("mean alignment", fontsize=MIN_FONT)
+    ax[0].legend(fontsize=MIN_FONT)
     return ax
 
 

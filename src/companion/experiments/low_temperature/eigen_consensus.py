@@ -87,19 +87,27 @@ def plot_eigen_consensus(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, MIN_FONT
+
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 3.8))
+        fig, ax = plt.subplots(figsize=(6.0, 4.0), layout="constrained")
     lam = result["lam"]
+    cmap = plt.get_cmap("viridis")
+    nb = len(result["betas"])
     for i in range(len(lam)):
         pred = [result["predicted_spread"][i], *result["predicted_modes"][i]]
-        ax.hlines(pred, i - 0.3, i + 0.3, color="k", lw=1)
+        ax.hlines(pred, i - 0.3, i + 0.3, color=COLORS["theory"], lw=1, label="linearisation" if i == 0 else None)
         for k, b in enumerate(result["betas"]):
             meas = [result["spread_rate"][k, i], *result["mode_rates"][k, i]]
-            ax.plot([i - 0.1 + 0.2 * k] * len(meas), meas, "o", ms=4, color=f"C{k}", label=f"beta = {b:g}" if i == 0 else None)
-    ax.axhline(0, color="C3", lw=0.8, ls="--")
-    ax.set_xticks(range(len(lam)), [f"v: lambda = {v:g}" for v in lam])
-    ax.set(ylabel="growth rate of the perturbation", title="eigen_consensus: lines = linearisation")
-    ax.legend(fontsize=8)
+            ax.plot([i - 0.15 + 0.3 * k / max(nb - 1, 1)] * len(meas), meas, "o", ms=4, color=cmap(k / max(nb - 1, 1) * 0.9),
+                    label=rf"$\beta = {b:g}$" if i == 0 else None)
+    ax.axhline(0, color=COLORS["reference"], lw=0.8, ls="--")
+    ax.set_xticks(range(len(lam)), [rf"$\lambda_v = {v:g}$" for v in lam])
+    ax.set_xlabel(r"consensus on the eigenvector $v$ of $V$", fontsize=MIN_FONT)
+    ax.set_ylabel("growth rate of the perturbation", fontsize=MIN_FONT)
+    ax.set_title("Stability of consensus on an eigenvector", fontsize=MIN_FONT)
+    ax.tick_params(labelsize=MIN_FONT)
+    ax.legend(fontsize=MIN_FONT, loc="upper right")
     return ax
 
 

@@ -82,20 +82,28 @@ def plot_figure3(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, FULL_WIDTH, MIN_FONT
+
     if ax is None:
-        _, ax = plt.subplots(1, 2, figsize=(10, 3.6))
+        fig, ax = plt.subplots(1, 2, figsize=(FULL_WIDTH, 3.4), layout="constrained")
     ts = result["ts"]
     beta = result["config"]["beta"]
-    ax[0].semilogy(ts, result["w2"], color="C0", alpha=0.6)
-    ax[0].axvline(math.log(beta), color="k", ls=":", label=r"$t = \log\beta$")
-    ax[0].axhline(result["config"]["level"], color="C3", ls="--", lw=0.8, label="exit level")
-    ax[0].set(xlabel="t", ylabel=r"$W_2(\mu_t, \Pi_\sharp\mu_0)$", title=f"beta = {beta:g}, one line per seed")
-    ax[0].legend()
-    ax[1].plot(ts, result["align_E"].mean(axis=1), label=r"mean $|P_E x|^2$ ($E = e_1$)")
-    ax[1].plot(ts, result["align_F"].mean(axis=1), label=r"mean $|P_F x|^2$ ($F = e_2$)")
-    ax[1].axvline(math.log(beta), color="k", ls=":")
-    ax[1].set(xlabel="t", ylabel="alignment", title="figure3: alignment with E, then F")
-    ax[1].legend()
+    ax[0].semilogy(ts, result["w2"], color=COLORS["measured"], alpha=0.5, lw=0.8)
+    ax[0].axvline(math.log(beta), color=COLORS["theory"], ls=":", label=r"$t = \log\beta$")
+    ax[0].axhline(result["config"]["level"], color=COLORS["reference"], ls="--", lw=0.8, label="exit level")
+    ax[0].set_xlabel(r"$t$", fontsize=MIN_FONT)
+    ax[0].set_ylabel(r"$W_2(\mu_t, \Pi_\sharp\mu_0)$", fontsize=MIN_FONT)
+    ax[0].set_title(rf"Distance to $\Pi_\sharp\mu_0$, $\beta = {beta:g}$", fontsize=MIN_FONT)
+    ax[0].legend(fontsize=MIN_FONT)
+    ax[1].plot(ts, result["align_E"].mean(axis=1), color=COLORS["measured"], label=r"$|P_E x|^2$, $E = \langle e_1\rangle$")
+    ax[1].plot(ts, result["align_F"].mean(axis=1), color=COLORS["accent"], label=r"$|P_F x|^2$, $F = \langle e_2\rangle$")
+    ax[1].axvline(math.log(beta), color=COLORS["theory"], ls=":")
+    ax[1].set_xlabel(r"$t$", fontsize=MIN_FONT)
+    ax[1].set_ylabel("mean alignment", fontsize=MIN_FONT)
+    ax[1].set_title(r"Alignment with $E$, then with $F$", fontsize=MIN_FONT)
+    ax[1].legend(fontsize=MIN_FONT, loc="center right")
+    for a in ax:
+        a.tick_params(labelsize=MIN_FONT)
     return ax
 
 

@@ -82,16 +82,22 @@ def plot_gradient_flow(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, FULL_WIDTH, MIN_FONT
+
     if ax is None:
-        _, ax = plt.subplots(1, 2, figsize=(10, 3.6))
+        fig, ax = plt.subplots(1, 2, figsize=(FULL_WIDTH, 3.4), sharey=True, layout="constrained")
     ts = result["ts"]
-    for a, name, title in ((ax[0], "small", f"beta = {result['config']['beta_small']:g}"), (ax[1], "inf", "beta = inf (eq. 3)")):
+    for a, name, title in ((ax[0], "small", rf"$B = -V$, $\beta = {result['config']['beta_small']:g}$"),
+                           (ax[1], "inf", r"$B = -V$, $\beta = \infty$ (eq. (3))")):
         r = result[name]
-        a.plot(ts, r["align_E"].mean(axis=-1), label="E (top of V B^T = -V^2)")
-        a.plot(ts, r["align_F"].mean(axis=-1), label="F (top of V)")
-        a.plot(ts, r["mean_norm"].mean(axis=-1), ":", label="|mean token| (1: one Dirac)")
-        a.set(xlabel="t", ylabel="mean alignment", title=f"gradient_flow, B = -V: {title}")
-        a.legend(fontsize=8)
+        a.plot(ts, r["align_E"].mean(axis=-1), color=COLORS["measured"], label=r"$|P_E x|^2$ ($E$: top of $-V^2$)")
+        a.plot(ts, r["align_F"].mean(axis=-1), color=COLORS["accent"], label=r"$|P_F x|^2$ ($F$: top of $V$)")
+        a.plot(ts, r["mean_norm"].mean(axis=-1), ":", color=COLORS["theory"], label=r"$|\bar x|$ (1: one Dirac)")
+        a.set_xlabel(r"$t$", fontsize=MIN_FONT)
+        a.set_title(title, fontsize=MIN_FONT)
+        a.tick_params(labelsize=MIN_FONT)
+    ax[0].set_ylabel("seed mean", fontsize=MIN_FONT)
+    ax[1].legend(fontsize=MIN_FONT)
     return ax
 
 

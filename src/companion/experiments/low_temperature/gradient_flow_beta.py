@@ -107,22 +107,36 @@ def plot_gradient_flow_beta(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import FULL_WIDTH, MIN_FONT
+
+    fig = None
     if ax is None:
-        _, ax = plt.subplots(2, 3, figsize=(12, 6), sharex=True)
+        fig, ax = plt.subplots(2, 3, figsize=(FULL_WIDTH, 5.6), sharex=True, layout="constrained")
     ts = result["ts"]
-    titles = {"fig6": "Fig. 6: B = V > 0", "fig7": "Fig. 7: B = V <= 0", "fig9": "Fig. 9: B = -V > 0"}
+    titles = {"fig6": r"Fig. 6: $B = V \succ 0$", "fig7": r"Fig. 7: $B = V \preceq 0$", "fig9": r"Fig. 9: $B = -V \prec 0$"}
+    cmap = plt.get_cmap("viridis")
+    nb = len(result["betas"])
     for j, name in enumerate(("fig6", "fig7", "fig9")):
         r = result[name]
         for k, b in enumerate(result["betas"]):
-            ax[0, j].plot(ts, r["w2"][:, k].mean(-1), color=f"C{k}", label=f"beta = {b:g}")
+            c = cmap(k / max(nb - 1, 1) * 0.9)
+            ax[0, j].plot(ts, r["w2"][:, k].mean(-1), color=c, label=rf"$\beta = {b:g}$")
             if r["energy_ratio"] is not None:
-                ax[1, j].plot(ts, r["energy_ratio"][:, k].mean(-1), color=f"C{k}")
+                ax[1, j].plot(ts, r["energy_ratio"][:, k].mean(-1), color=c)
             else:
-                ax[1, j].plot(ts, r["align"][:, k].mean(-1), color=f"C{k}")
-        ax[0, j].set(ylabel=r"$W_2(\mu_t, \Pi_\sharp\mu_0)$", title=f"gradient_flow_beta, {titles[name]}")
-        ax[1, j].set(xlabel="t", ylabel=r"$\mathcal{E}_B(\mu_t)/\mathcal{E}_B(\rho^{opt})$" if r["energy_ratio"] is not None
-                     else r"mean $|P_E x|^2$")
-        ax[0, j].legend(fontsize=7)
+                ax[1, j].plot(ts, r["align"][:, k].mean(-1), color=c)
+        ax[0, j].set_title(titles[name], fontsize=MIN_FONT)
+        ax[1, j].set_xlabel(r"$t$", fontsize=MIN_FONT)
+        ax[1, j].set_ylabel(r"$\mathcal{E}_B(\mu_t)/\mathcal{E}_B(\rho^{\rm opt})$" if r["energy_ratio"] is not None
+                            else r"mean $|P_E x|^2$", fontsize=MIN_FONT)
+        for a in ax[:, j]:
+            a.tick_params(labelsize=MIN_FONT)
+    ax[0, 0].set_ylabel(r"$W_2(\mu_t, \Pi_\sharp\mu_0)$", fontsize=MIN_FONT)
+    handles, labels = ax[0, 0].get_legend_handles_labels()
+    if fig is not None:
+        fig.legend(handles, labels, fontsize=MIN_FONT, loc="outside lower center", ncol=min(nb, 4))
+    else:
+        ax[0, 0].legend(fontsize=MIN_FONT)
     return ax
 
 

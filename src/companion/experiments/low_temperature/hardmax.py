@@ -76,16 +76,21 @@ def plot_hardmax(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, MIN_FONT
+
     if ax is None:
-        _, ax = plt.subplots(figsize=(5, 3.6))
+        fig, ax = plt.subplots(figsize=(5.2, 3.8), layout="constrained")
     n = result["ns"]
-    ax.loglog(n, result["gap"], "o-", label=f"trajectories at t = {config_of(result).t1:g}")
-    ax.loglog(n, result["field_gap"], "s-", label="fields at t = 0")
-    ax.loglog(n, result["gap"][0] * (n / n[0]) ** -0.5, "k--", label=r"$\propto n^{-1/2}$")
+    ax.loglog(n, result["gap"], "o-", color=COLORS["measured"], label=rf"trajectories at $t = {config_of(result).t1:g}$")
+    ax.loglog(n, result["field_gap"], "s-", color=COLORS["accent"], label=r"fields at $t = 0$")
+    ax.loglog(n, result["gap"][0] * (n / n[0]) ** -0.5, "--", color=COLORS["theory"], label=r"$\propto n^{-1/2}$")
     ax.minorticks_off()
     ax.set_xticks(n, [f"{v:g}" for v in n])
-    ax.set(xlabel="n", ylabel="RMS distance", title="hardmax: Algorithm 1 (hardmax) vs Algorithm 2")
-    ax.legend(fontsize=8)
+    ax.set_xlabel(r"$n$", fontsize=MIN_FONT)
+    ax.set_ylabel("RMS distance", fontsize=MIN_FONT)
+    ax.set_title("Hardmax (Algorithm 1) against Algorithm 2", fontsize=MIN_FONT)
+    ax.tick_params(labelsize=MIN_FONT)
+    ax.legend(fontsize=MIN_FONT)
     return ax
 
 

@@ -92,17 +92,22 @@ def plot_laplace(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, MIN_FONT
+
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 3.8))
+        fig, ax = plt.subplots(figsize=(6.0, 4.2), layout="constrained")
     b = result["betas"]
-    ax.loglog(b, result["err_max"], "o-", label=r"positive density: $\max_x |m_\beta(x) - y^*(x)|$")
-    ax.loglog(b, result["leading_max"], "k:", label=r"leading term $\sqrt{1+|\nabla\log f|^2}/(\beta|B^\top x|)$")
+    ax.loglog(b, result["err_max"], "o-", color=COLORS["measured"], label=r"positive density: $\max_x |m_\beta(x) - y^*(x)|$")
+    ax.loglog(b, result["leading_max"], ":", color=COLORS["theory"], label=r"leading term $\sqrt{1+|\nabla\log f|^2}/(\beta|B^\top x|)$")
     scale = result["err_max"][0] / result["rate"][0]
-    ax.loglog(b, scale * result["rate"], "k--", label=r"$\propto\sqrt{\log(\beta+1)/\beta}$ (Lemma 5's rate)")
-    ax.loglog(b, result["hole_err"], "s-", color="C3", label="cap of radius r cut out around y* (no Assumption 3)")
-    ax.axhline(result["hole_limit"], color="C3", lw=0.8, ls="--")
-    ax.set(xlabel=r"$\beta$", ylabel="distance to the maximiser", title="laplace: softmax mean vs y*(x)")
-    ax.legend(fontsize=7)
+    ax.loglog(b, scale * result["rate"], "--", color=COLORS["bound"], label=r"$\propto\sqrt{\log(\beta+1)/\beta}$ (Lemma 5)")
+    ax.loglog(b, result["hole_err"], "s-", color=COLORS["accent"], label=r"cap of radius $r$ cut out around $y^*$")
+    ax.axhline(result["hole_limit"], color=COLORS["accent"], lw=0.8, ls="--")
+    ax.set_xlabel(r"$\beta$", fontsize=MIN_FONT)
+    ax.set_ylabel("distance to the maximiser", fontsize=MIN_FONT)
+    ax.set_title(r"Softmax mean against the maximiser $y^*(x)$", fontsize=MIN_FONT)
+    ax.tick_params(labelsize=MIN_FONT, which="both")
+    ax.legend(fontsize=MIN_FONT, loc="lower left")
     return ax
 
 

@@ -75,16 +75,21 @@ def plot_rate_in_beta(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, MIN_FONT
+
     if ax is None:
-        _, ax = plt.subplots(figsize=(5, 3.6))
+        fig, ax = plt.subplots(figsize=(5.2, 3.8), layout="constrained")
     b = result["betas"]
-    ax.loglog(b, result["coupling"], "o-", label=r"$(\frac{1}{n}\sum_i|x_i^\beta - x_i^\infty|^2)^{1/2}$")
+    ax.loglog(b, result["coupling"], "o-", color=COLORS["measured"], label=r"coupling $(\frac{1}{n}\sum_i|x_i^\beta - x_i^\infty|^2)^{1/2}$")
     if result["w2"] is not None:
-        ax.loglog(b, result["w2"], "x", ms=9, label=r"$W_2(\mu^\beta_t, \mu^\infty_t)$")
+        ax.loglog(b, result["w2"], "x", ms=9, color=COLORS["accent"], label=r"$W_2(\mu^\beta_t, \mu^\infty_t)$")
     scale = result["coupling"][0] / result["rate"][0]
-    ax.loglog(b, scale * result["rate"], "k--", label=r"$\propto\sqrt{\log(\beta+1)/\beta}$")
-    ax.set(xlabel=r"$\beta$", ylabel="distance at t = %g" % config_of(result).t1, title="rate_in_beta")
-    ax.legend(fontsize=8)
+    ax.loglog(b, scale * result["rate"], "--", color=COLORS["theory"], label=r"$\propto\sqrt{\log(\beta+1)/\beta}$ (Theorem 1)")
+    ax.set_xlabel(r"$\beta$", fontsize=MIN_FONT)
+    ax.set_ylabel(r"distance at $t = %g$" % config_of(result).t1, fontsize=MIN_FONT)
+    ax.set_title("Finite against zero temperature", fontsize=MIN_FONT)
+    ax.tick_params(labelsize=MIN_FONT, which="both")
+    ax.legend(fontsize=MIN_FONT)
     return ax
 
 

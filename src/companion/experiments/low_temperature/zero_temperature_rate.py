@@ -118,17 +118,23 @@ def plot_zero_temperature_rate(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, MIN_FONT
+
     if ax is None:
-        _, ax = plt.subplots(figsize=(5, 3.6))
+        fig, ax = plt.subplots(figsize=(5.2, 3.8), layout="constrained")
     ts = result["ts"]
-    for name, c in (("large", "C0"), ("small", "C1")):
+    for name, c in (("large", COLORS["measured"]), ("small", COLORS["accent"])):
         w = result[name]["w2"].mean(axis=-1)
-        ax.semilogy(ts, w, color=c, label=f"n = {result[name]['n']}")
+        ax.semilogy(ts, w, color=c, label=f"$n = {result[name]['n']:,}$".replace(",", "{,}"))
     w0 = result["large"]["w2"].mean(axis=-1)[0]
-    ax.semilogy(ts, w0 * np.exp(-result["predicted_mean_field"] * ts), "k:", label=r"$e^{-\gamma t/2}$")
-    ax.semilogy(ts, w0 * np.exp(-result["predicted_late"] * ts), "k--", label=r"$e^{-\gamma t}$")
-    ax.set(xlabel="t", ylabel=r"$W_2(\rho_t, \Pi_\sharp\rho_0)$", ylim=(1e-10, 2), title="zero_temperature_rate")
-    ax.legend(fontsize=8)
+    ax.semilogy(ts, w0 * np.exp(-result["predicted_mean_field"] * ts), ":", color=COLORS["theory"], label=r"$e^{-\gamma t/2}$")
+    ax.semilogy(ts, w0 * np.exp(-result["predicted_late"] * ts), "--", color=COLORS["theory"], label=r"$e^{-\gamma t}$")
+    ax.set_ylim(1e-10, 2)
+    ax.set_xlabel(r"$t$", fontsize=MIN_FONT)
+    ax.set_ylabel(r"$W_2(\rho_t, \Pi_\sharp\rho_0)$", fontsize=MIN_FONT)
+    ax.set_title(r"Zero-temperature flow: decay to $\Pi_\sharp\rho_0$", fontsize=MIN_FONT)
+    ax.tick_params(labelsize=MIN_FONT)
+    ax.legend(fontsize=MIN_FONT)
     return ax
 
 

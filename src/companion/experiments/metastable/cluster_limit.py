@@ -164,31 +164,39 @@ def plot_cluster_limit(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, FULL_WIDTH, MIN_FONT
+
     axes = ax
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+        _, axes = plt.subplots(1, 2, figsize=(FULL_WIDTH, 3.8), layout="constrained")
     ns = np.asarray(result["ns"], dtype=np.float64)
     ax = axes[0]
-    for key, label in (("remainder", "||mu_N - f||_H-1 / ||f - unif||_H-1 at the end of the quasi-linear phase"),
-                       ("w1_cluster", "W1(mu_N, mu_cluster) at the end of the clustering phase")):
+    for key, label, colour in (("remainder", r"remainder $\|\mu_N - f\|_{H^{-1}}$ (rel.)", COLORS["measured"]),
+                               ("w1_cluster", r"$W_1(\mu_N, \mu_{\rm cluster})$", COLORS["accent"])):
         tr = result[key + "_trend"]
-        ax.errorbar(ns, np.exp(tr["mean"]), yerr=np.exp(tr["mean"]) * tr["sem"], fmt="o-", ms=4,
-                    label=f"{label}: slope {tr['slope']:.2f} +- {tr['slope_se']:.2f}")
-    ax.plot(ns, np.exp(result["w1_floor_trend"]["mean"]), "k:", lw=1, label="W1(f, mu_cluster): the collapse of f itself")
+        ax.errorbar(ns, np.exp(tr["mean"]), yerr=np.exp(tr["mean"]) * tr["sem"], fmt="o-", ms=4, color=colour,
+                    label=label)
+    ax.plot(ns, np.exp(result["w1_floor_trend"]["mean"]), ":", color=COLORS["reference"], lw=1.2,
+            label=r"$W_1(f, \mu_{\rm cluster})$")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("N")
-    ax.set_title(f"USA, beta = {result['beta']:g}, k_max = {result['k']}", fontsize=9)
-    ax.legend(fontsize=6)
+    ax.set_xlabel("$N$", fontsize=MIN_FONT)
+    ax.set_ylabel("distance (geometric mean)", fontsize=MIN_FONT)
+    ax.set_title(f"Distances, $\\beta = {result['beta']:g}$, $k_{{\\max}} = {result['k']}$", fontsize=MIN_FONT + 1)
+    ax.legend(fontsize=MIN_FONT, loc="lower left")
     ax = axes[1]
     x = np.log(ns)
-    for key, label in (("t_form", f"{result['k']} clusters counted (formed)"), ("t_merge", "first merge after that"),
-                       ("plateau", "plateau (first merge - formed)")):
+    for key, label, colour in (("t_form", "clusters formed", COLORS["measured"]),
+                               ("t_merge", "first merge", COLORS["accent"]),
+                               ("plateau", "plateau", COLORS["theory"])):
         tr = result[key + "_trend"]
-        ax.errorbar(x, tr["mean"], yerr=tr["sem"], fmt="o-", ms=4, label=f"{label}: slope {tr['slope']:.2f} +- {tr['slope_se']:.2f}")
-    ax.set_xlabel("ln N")
-    ax.set_ylabel("time (mean +- s.e.)")
-    ax.legend(fontsize=6)
+        ax.errorbar(x, tr["mean"], yerr=tr["sem"], fmt="o-", ms=4, color=colour, label=label)
+    ax.set_xlabel(r"$\ln N$", fontsize=MIN_FONT)
+    ax.set_ylabel(r"time (mean $\pm$ s.e.)", fontsize=MIN_FONT)
+    ax.set_title("Formation, first merge, plateau", fontsize=MIN_FONT + 1)
+    ax.legend(fontsize=MIN_FONT)
+    for a in axes:
+        a.tick_params(labelsize=MIN_FONT)
     return axes
 
 

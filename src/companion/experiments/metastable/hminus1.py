@@ -63,16 +63,20 @@ def plot_hminus1(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, MIN_FONT
+
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 3.6))
+        _, ax = plt.subplots(figsize=(5.5, 3.6), layout="constrained")
     ns = np.asarray(result["ns"], dtype=np.float64)
-    ax.errorbar(ns, ns * result["mean_square"], yerr=ns * result["mean_square_se"], fmt="o", label="measured (mean +- s.e.)")
-    ax.axhline(np.pi ** 2 / 3, color="k", ls="--", lw=1, label="pi^2 / 3")
+    ax.errorbar(ns, ns * result["mean_square"], yerr=ns * result["mean_square_se"], fmt="o", color=COLORS["measured"],
+                label=r"measured (mean $\pm$ s.e.)")
+    ax.axhline(np.pi ** 2 / 3, color=COLORS["theory"], ls="--", lw=1, label=r"$\pi^2 / 3$")
     ax.set_xscale("log")
-    ax.set_xlabel("N")
-    ax.set_ylabel("N E ||mu_N - uniform||^2 (H^-1)")
-    ax.set_title(f"initial perturbation, {result['trials']} draws per N: slope {result['slope']:.3f} (theory -1/2)")
-    ax.legend(fontsize=8)
+    ax.set_xlabel("$N$", fontsize=MIN_FONT)
+    ax.set_ylabel(r"$N\, \mathbb{E}\, \|\mu_N - \mathrm{unif}\|_{H^{-1}}^2$", fontsize=MIN_FONT)
+    ax.set_title(f"The initial perturbation, {result['trials']} draws per $N$", fontsize=MIN_FONT + 1)
+    ax.legend(fontsize=MIN_FONT)
+    ax.tick_params(labelsize=MIN_FONT)
     return ax
 
 

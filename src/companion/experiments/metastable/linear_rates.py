@@ -91,32 +91,38 @@ def plot_linear_rates(result: dict[str, Any], ax=None):
     >>> r = {"betas": np.array([1.0, 5.0]), "rates": th, "theory": th, "k_theory": [1, 3], "k_measured": [1, 3],
     ...      "normalization": "softmax"}
     >>> [a.get_xlabel() for a in plot_linear_rates(r)]
-    ['mode k', 'beta']
+    ['mode $k$', '$\\\\beta$']
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, FULL_WIDTH, MIN_FONT
+
     axes = ax
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(11, 4))
+        _, axes = plt.subplots(1, 2, figsize=(FULL_WIDTH, 3.4), layout="constrained")
+    norm = "SA" if result["normalization"] == "softmax" else str(result["normalization"]).upper()
     ax = axes[0]
     for beta, r, th in zip(result["betas"], result["rates"], result["theory"]):
         if beta in (1.0, 5.0, 20.0, 100.0):
             k = np.arange(1, len(r) + 1)
             line, = ax.plot(k, th, "-", lw=1)
-            ax.plot(k, r, "o", color=line.get_color(), ms=4, label=f"beta = {beta:g}")
-    ax.set_xlabel("mode k")
-    ax.set_ylabel("growth rate")
-    ax.set_title("gamma_k (lines) vs measured (dots), " + result["normalization"])
-    ax.legend(fontsize=8)
+            ax.plot(k, r, "o", color=line.get_color(), ms=4, label=f"$\\beta = {beta:g}$")
+    ax.set_xlabel("mode $k$", fontsize=MIN_FONT)
+    ax.set_ylabel("growth rate", fontsize=MIN_FONT)
+    ax.set_title(f"Rates, {norm}: $\\gamma_k$ (lines), measured (dots)", fontsize=MIN_FONT + 1)
+    ax.legend(fontsize=MIN_FONT)
     ax = axes[1]
     b = result["betas"]
-    ax.plot(b, result["k_theory"], "s-", label="theory argmax gamma_k")
-    ax.plot(b, result["k_measured"], "o", label="measured")
-    ax.plot(b, np.sqrt(2 * b), ":", label="sqrt(2 beta)")
+    ax.plot(b, result["k_theory"], "s-", color=COLORS["theory"], label=r"$\arg\max_k \gamma_k$")
+    ax.plot(b, result["k_measured"], "o", color=COLORS["measured"], label="measured")
+    ax.plot(b, np.sqrt(2 * b), ":", color=COLORS["reference"], label=r"$\sqrt{2\beta}$")
     ax.set_xscale("log")
-    ax.set_xlabel("beta")
-    ax.set_ylabel("k_max")
-    ax.legend(fontsize=8)
+    ax.set_xlabel(r"$\beta$", fontsize=MIN_FONT)
+    ax.set_ylabel(r"$k_{\max}$", fontsize=MIN_FONT)
+    ax.set_title("The fastest mode", fontsize=MIN_FONT + 1)
+    ax.legend(fontsize=MIN_FONT)
+    for a in axes:
+        a.tick_params(labelsize=MIN_FONT)
     return axes
 
 

@@ -219,21 +219,26 @@ def plot_ln_n(result: dict[str, Any], ax=None):
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> plot_ln_n(ln_n(ns=(200, 400), trials=(2, 2))).get_xlabel()
-    'ln N'
+    '$\\\\ln N$'
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, MIN_FONT
+
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 4))
+        _, ax = plt.subplots(figsize=(5.5, 3.8), layout="constrained")
     x = np.log(result["ns"])
-    ax.errorbar(x, result["t_end"], yerr=result["t_sem"], fmt="o", label="measured (mean +- s.e.)")
-    ax.plot(x, result["intercept"] + result["slope"] * x, "-", label=f"fit, slope {result['slope']:.4f}")
-    ax.plot(x, result["t_end"].mean() + result["slope_theory"] * (x - x.mean()), "--",
-            label=f"slope 1/(2 gamma_k) = {result['slope_theory']:.4f}")
-    ax.set_xlabel("ln N")
-    ax.set_ylabel(f"first time |m_k| >= {result['level']}")
-    ax.set_title(f"end of the linear phase, USA, beta = {result['beta']:g}, k = {result['k']}")
-    ax.legend(fontsize=8)
+    ax.errorbar(x, result["t_end"], yerr=result["t_sem"], fmt="o", color=COLORS["measured"],
+                label=r"measured (mean $\pm$ s.e.)")
+    ax.plot(x, result["intercept"] + result["slope"] * x, "-", color=COLORS["measured"], lw=1,
+            label=f"fit, slope {result['slope']:.4f}")
+    ax.plot(x, result["t_end"].mean() + result["slope_theory"] * (x - x.mean()), "--", color=COLORS["theory"],
+            label=f"slope $1/(2\\gamma_k) = {result['slope_theory']:.4f}$")
+    ax.set_xlabel(r"$\ln N$", fontsize=MIN_FONT)
+    ax.set_ylabel(f"first time $|m_k| \\geq {result['level']}$", fontsize=MIN_FONT)
+    ax.set_title(f"End of the linear phase, $\\beta = {result['beta']:g}$, $k = {result['k']}$", fontsize=MIN_FONT + 1)
+    ax.legend(fontsize=MIN_FONT)
+    ax.tick_params(labelsize=MIN_FONT)
     return ax
 
 

@@ -71,14 +71,18 @@ def plot_long_run(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import MIN_FONT
+
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 3.8))
+        _, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
     for j, c in enumerate(result["counts"]):
         ax.step(result["ts"], c + 0.04 * j, where="post", lw=1)
     ax.set_xscale("symlog", linthresh=1.0)
-    ax.set_xlabel("t")
-    ax.set_ylabel("cluster count")
-    ax.set_title(f"USA, beta = {result['beta']:g}, N = {result['n']}: k_max = {result['k']} clusters, then merging")
+    ax.set_xlabel("$t$", fontsize=MIN_FONT)
+    ax.set_ylabel("cluster count", fontsize=MIN_FONT)
+    ax.set_title(f"Clusters over time, $\\beta = {result['beta']:g}$, $N = {result['n']}$",
+                 fontsize=MIN_FONT + 1)
+    ax.tick_params(labelsize=MIN_FONT)
     return ax
 
 

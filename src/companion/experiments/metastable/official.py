@@ -104,25 +104,31 @@ def _official_ensemble(beta: float, t1: float, n: int, trials: int, generator: t
 
 def _draw_run(run: dict[str, Any], axes) -> None:
     """One official run on two panels: trajectories with the predicted angles, initial/final histograms."""
+    from ...style import COLORS, MIN_FONT
+
     ax = axes[0]
     traj = run["traj"].copy()
     traj[1:][np.abs(np.diff(traj, axis=0)) > np.pi] = np.nan  # break lines where an angle wraps
-    ax.plot(run["ts"], traj, "-", color="k", lw=0.3, alpha=0.4)
+    ax.plot(run["ts"], traj, "-", color=COLORS["measured"], lw=0.3, alpha=0.4)
     for c in run["predicted"]:
-        ax.axhline(c, color="r", lw=0.8, ls="--")
-    ax.axvline(run["t_star"], color="b", lw=0.8, ls=":")
-    ax.set_xlabel("t")
-    ax.set_ylabel("theta mod 2 pi")
-    ax.set_title(f"beta = {run['beta']:g}: trajectories, predicted centres (red), t* (blue)")
+        ax.axhline(c, color=COLORS["theory"], lw=0.9, ls="--")
+    ax.axvline(run["t_star"], color=COLORS["accent"], lw=1.2, ls=":")
+    ax.set_xlabel("$t$", fontsize=MIN_FONT)
+    ax.set_ylabel(r"$\theta\ \mathrm{mod}\ 2\pi$", fontsize=MIN_FONT)
+    ax.set_title(f"$\\beta = {run['beta']:g}$: trajectories", fontsize=MIN_FONT + 1)
     ax = axes[1]
     bins = np.linspace(0, 2 * np.pi, 181)
-    ax.hist(run["initial"], bins=bins, density=True, alpha=0.5, label="t = 0")
-    ax.hist(run["final"], bins=bins, density=True, alpha=0.6, label=f"t = {run['t1']:g}")
+    ax.hist(run["initial"], bins=bins, density=True, color=COLORS["reference"], alpha=0.5, label="$t = 0$")
+    ax.hist(run["final"], bins=bins, density=True, color=COLORS["measured"], alpha=0.6, label=f"$t = {run['t1']:g}$")
     for c in run["predicted"]:
-        ax.axvline(c, color="r", lw=0.8, ls="--")
+        ax.axvline(c, color=COLORS["theory"], lw=0.9, ls="--")
     ax.set_yscale("log")
-    ax.set_xlabel("theta")
-    ax.legend(fontsize=8)
+    ax.set_xlabel(r"$\theta$", fontsize=MIN_FONT)
+    ax.set_ylabel("density", fontsize=MIN_FONT)
+    ax.set_title("Angles at the start and at the end", fontsize=MIN_FONT + 1)
+    ax.legend(fontsize=MIN_FONT)
+    for a in axes:
+        a.tick_params(labelsize=MIN_FONT)
 
 
 def plot_official(result: dict[str, Any], ax=None):
@@ -153,9 +159,12 @@ def plot_official(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import FULL_WIDTH
+
     rows = []
     for i, run in enumerate(result["runs"]):
-        axes = plt.subplots(1, 2, figsize=(11, 3.8))[1] if ax is None else np.asarray(ax)[i]
+        axes = (plt.subplots(1, 2, figsize=(FULL_WIDTH, 3.2), layout="constrained")[1] if ax is None
+                else np.asarray(ax)[i])
         _draw_run(run, axes)
         rows.append(axes)
     return np.array(rows, dtype=object).reshape(len(rows), 2)

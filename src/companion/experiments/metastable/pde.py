@@ -79,28 +79,34 @@ def plot_pde(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, FULL_WIDTH, MIN_FONT
+
     axes = ax
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+        _, axes = plt.subplots(1, 2, figsize=(FULL_WIDTH, 3.4), layout="constrained")
     M = result["M"]
     th = (np.arange(M) + 0.5) * 2 * np.pi / M
     ax = axes[0]
     for t, u in zip(result["ts"], result["u"]):
-        ax.plot(th, u, lw=1, label=f"t = {t:.1f}")
+        ax.plot(th, u, lw=1, label=f"$t = {t:.1f}$")
     ax.set_yscale("log")
-    ax.set_xlabel("theta")
-    ax.set_ylabel("u(t, theta)")
-    ax.set_title(f"mean-field PDE, USA, beta = {result['beta']:g}, M = {M}")
-    ax.legend(fontsize=7)
+    ax.set_xlabel(r"$\theta$", fontsize=MIN_FONT)
+    ax.set_ylabel(r"$u(t, \theta)$", fontsize=MIN_FONT)
+    ax.set_title(f"Mean-field density, $\\beta = {result['beta']:g}$", fontsize=MIN_FONT + 1)
+    ax.legend(fontsize=MIN_FONT, ncol=2, handlelength=1.2, columnspacing=0.8)
     ax = axes[1]
     hist = result["particles_hist"]
-    ax.stairs(hist, np.linspace(0, 2 * np.pi, len(hist) + 1), fill=True, alpha=0.6,
-              label=f"particles, N = {result['ns'][-1]}")
-    ax.plot(th, result["u"][-1], "k-", lw=0.8, label="PDE")
+    n = int(result["ns"][-1])
+    n_text = f"10^{{{round(np.log10(n))}}}" if n == 10 ** round(np.log10(n)) else str(n)
+    ax.stairs(hist, np.linspace(0, 2 * np.pi, len(hist) + 1), fill=True, alpha=0.6, color=COLORS["measured"],
+              label=f"particles, $N = {n_text}$")
+    ax.plot(th, result["u"][-1], "-", color=COLORS["theory"], lw=0.8, label="PDE")
     ax.set_yscale("log")
-    ax.set_xlabel("theta")
-    ax.set_title(f"t = {result['t1']:g}")
-    ax.legend(fontsize=8)
+    ax.set_xlabel(r"$\theta$", fontsize=MIN_FONT)
+    ax.set_title(f"Particles and PDE at $t = {result['t1']:g}$", fontsize=MIN_FONT + 1)
+    ax.legend(fontsize=MIN_FONT)
+    for a in axes:
+        a.tick_params(labelsize=MIN_FONT)
     return axes
 
 

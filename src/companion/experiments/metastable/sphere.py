@@ -67,20 +67,24 @@ def plot_sphere(result: dict[str, Any], ax=None):
     >>> matplotlib.use("Agg")
     >>> th = [growth_rate(np.arange(1, 4), 3.0, 3, "softmax")]
     >>> plot_sphere({"betas": np.array([3.0]), "rates": th, "theory": th, "normalization": "softmax"}).get_xlabel()
-    'degree l'
+    'degree $l$'
     """
     import matplotlib.pyplot as plt
 
+    from ...style import MIN_FONT
+
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 4))
+        _, ax = plt.subplots(figsize=(5.5, 3.8), layout="constrained")
+    norm = "SA" if result["normalization"] == "softmax" else str(result["normalization"]).upper()
     for beta, r, th in zip(result["betas"], result["rates"], result["theory"]):
         l = np.arange(1, len(r) + 1)
         line, = ax.plot(l, th, "-", lw=1)
-        ax.plot(l, r, "o", color=line.get_color(), ms=4, label=f"beta = {beta:g}")
-    ax.set_xlabel("degree l")
-    ax.set_ylabel("growth rate")
-    ax.set_title(f"S^2, {result['normalization']}: formula (lines) vs measured (dots)")
-    ax.legend(fontsize=8)
+        ax.plot(l, r, "o", color=line.get_color(), ms=4, label=f"$\\beta = {beta:g}$")
+    ax.set_xlabel("degree $l$", fontsize=MIN_FONT)
+    ax.set_ylabel("growth rate", fontsize=MIN_FONT)
+    ax.set_title(f"Rates on $S^2$, {norm}: $\\gamma_l$ (lines), measured (dots)", fontsize=MIN_FONT + 1)
+    ax.legend(fontsize=MIN_FONT)
+    ax.tick_params(labelsize=MIN_FONT)
     return ax
 
 

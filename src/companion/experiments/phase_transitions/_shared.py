@@ -41,7 +41,7 @@ def _gen(seed: int) -> torch.Generator:
 def _plot_ax(ax):
     import matplotlib.pyplot as plt
 
-    return ax if ax is not None else plt.subplots(figsize=(5, 3.6))[1]
+    return ax if ax is not None else plt.subplots(figsize=(6.4, 4.2), layout="constrained")[1]
 
 
 def slope_tolerance(se: float) -> float:

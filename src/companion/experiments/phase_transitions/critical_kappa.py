@@ -15,6 +15,7 @@ from ... import fits, ledger
 from ...models.layer_maps import adapter_chain, near_u1
 from ...registry import PaperScale, claims_for, experiment
 from ...report import fmt
+from ...style import COLORS, FULL_WIDTH, MIN_FONT
 from ...theory import lora_depth as th
 from ._shared import F64, LAMBDAS3, SYNC_RATIO, _plot_ax, window_mean
 
@@ -64,8 +65,18 @@ class CriticalKappaConfig:
     seed: int = 1
 
 
+def _fig8_kappa(result: dict) -> float:
+    """The kappa of the Figure 8 sample (its config's, 0.05 by default)."""
+    cfg = result.get("config")
+    return float(cfg.get("fig8_kappa", 0.05)) if isinstance(cfg, dict) else 0.05
+
+
 def plot_critical_kappa(result: dict, ax=None):
     """Measured stationary deviation / prediction, against kappa, for (21), Theorem D.4 and Bingham.
+
+    Without ``ax`` it opens a figure of two rows: the ratios above, and below the angle between one
+    sample's common direction and ``u_1`` over time (Figure 8 of paper A: the tokens stay together
+    while their direction wanders). With ``ax`` it draws the ratios only.
 
     Parameters
     ----------
@@ -87,13 +98,32 @@ def plot_critical_kappa(result: dict, ax=None):
     >>> len(ax.get_lines()) >= 4
     True
     """
-    ax = _plot_ax(ax)
+    import matplotlib.pyplot as plt
+
+    path_ax = None
+    if ax is None:
+        _, (ax, path_ax) = plt.subplots(2, 1, figsize=(FULL_WIDTH * 0.85, 6.6), layout="constrained",
+                                        height_ratios=(3, 2))
     k = np.array(result["kappas"])
-    for key, lab in (("eq21", "prediction (21)"), ("bingham", "Bingham (exact limit)"), ("D4", "Theorem D.4 (sum from i=1)")):
-        ax.errorbar(k, result["q"] / result[key], yerr=2 * result["q_se"] / result[key], marker="o", ms=3, capsize=2, label=lab)
-    ax.axhline(1, color="gray", lw=0.6)
-    ax.set(xscale="log", yscale="log", xlabel="kappa", ylabel="measured / predicted", title="phase-critical-kappa")
-    ax.legend(fontsize=7)
+    for key, lab, col in (("eq21", "prediction (21)", COLORS["theory"]), ("bingham", "Bingham law (exact limit, derived)", COLORS["accent"]),
+                          ("D4", r"Theorem D.4 (sum from $i = 1$)", COLORS["reference"])):
+        ax.errorbar(k, result["q"] / result[key], yerr=2 * result["q_se"] / result[key], marker="o", ms=3, capsize=2,
+                    label=lab, color=col)
+    ax.axhline(1, color=COLORS["reference"], lw=0.6)
+    ax.set(xscale="log", yscale="log")
+    ax.set_xlabel(r"noise size $\kappa$ ($\eta_L = \sqrt{L}$)", fontsize=MIN_FONT + 1)
+    ax.set_ylabel("measured / predicted", fontsize=MIN_FONT + 1)
+    ax.set_title("Stationary deviation at the critical scaling, against three predictions", fontsize=MIN_FONT + 1)
+    ax.tick_params(labelsize=MIN_FONT)
+    ax.legend(fontsize=MIN_FONT)
+    if path_ax is not None and "fig8_path" in result:
+        path = np.asarray(result["fig8_path"])
+        path_ax.plot(result["t"], np.degrees(np.arccos(np.clip(np.abs(path[:, 0]), 0, 1))), lw=1.0, color=COLORS["measured"])
+        path_ax.set_xlabel(r"macroscopic time $t$ = layers$/L$", fontsize=MIN_FONT + 1)
+        path_ax.set_ylabel(r"angle to $u_1$ (degrees)", fontsize=MIN_FONT + 1)
+        path_ax.set_title(rf"The tokens' common direction wanders (one sample, $\kappa = {_fig8_kappa(result):g}$)",
+                          fontsize=MIN_FONT + 1)
+        path_ax.tick_params(labelsize=MIN_FONT)
     return ax
 
 

@@ -17,6 +17,7 @@ from ... import init, ledger
 from ...metrics.hull import hull_excess
 from ...registry import PaperScale, claims_for, experiment
 from ...report import fmt
+from ...style import COLORS, FULL_WIDTH, MIN_FONT
 from ...theory import lora_depth as th
 from ._shared import BOUND_RATIO, F64, _dist_to_set, _plot_ax, base_run, perturbed_times
 
@@ -88,19 +89,25 @@ def plot_depth_transition(result: dict, ax=None):
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> ax = plot_depth_transition(depth_transition(trials=1, n=6, t_base=10.0, t1=20.0, t1_b=12.0))
-    >>> ax.get_title()
-    'phase-depth-transition (eps = 0.01)'
+    >>> ax.get_title().startswith("Base and perturbed tokens (rescaled)")
+    True
     """
     ax = _plot_ax(ax)
     P = result["pert_path0"]
-    ax.plot(P[:, :, 0], P[:, :, 1], color="tab:red", lw=0.5, alpha=0.6)
+    ax.plot(P[:, :, 0], P[:, :, 1], color=COLORS["accent"], lw=0.6, alpha=0.7)
     B = result["base_path0"]
-    ax.plot(B[:, :, 0], B[:, :, 1], color="tab:blue", lw=0.5, alpha=0.6)
+    ax.plot(B[:, :, 0], B[:, :, 1], color=COLORS["measured"], lw=0.6, alpha=0.7)
+    ax.plot([], [], color=COLORS["measured"], label=r"base ($\widetilde V = V = I_2$)")
+    ax.plot([], [], color=COLORS["accent"], label=r"perturbed ($\widetilde V$ of (a))")
     C = result["clusters0"]
-    ax.scatter(C[:, 0], C[:, 1], color="k", zorder=3, s=20, label="base clusters C")
-    ax.scatter(P[-1, :, 0], P[-1, :, 1], color="tab:red", marker="x", zorder=3, label="perturbed limit")
-    ax.set(xlabel="z_1", ylabel="z_2", title=f"phase-depth-transition (eps = {result['eps']})")
-    ax.legend(fontsize=7)
+    ax.scatter(C[:, 0], C[:, 1], color=COLORS["theory"], zorder=3, s=24, label=r"base clusters $\mathcal{C}$")
+    ax.scatter(P[-1, :, 0], P[-1, :, 1], color=COLORS["accent"], marker="x", zorder=3, label="perturbed limit")
+    ax.set_xlabel(r"$z_1$", fontsize=MIN_FONT + 1)
+    ax.set_ylabel(r"$z_2$", fontsize=MIN_FONT + 1)
+    ax.set_title(rf"Base and perturbed tokens (rescaled), $\varepsilon = {float(result['eps']):g}$", fontsize=MIN_FONT + 1)
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.tick_params(labelsize=MIN_FONT)
+    ax.legend(fontsize=MIN_FONT, loc="best")
     return ax
 
 

@@ -14,6 +14,7 @@ import torch
 from ... import fits, init, ledger
 from ...registry import PaperScale, claims_for, experiment
 from ...report import fmt
+from ...style import COLORS, FULL_WIDTH, MIN_FONT
 from ...theory import lora_depth as th
 from ._shared import BOUND_RATIO, F64, SLOPE_SE, TOL_SLOPE, _plot_ax, base_run, perturbed_times, slope_tolerance
 
@@ -81,12 +82,19 @@ def plot_eps_sweep(result: dict, ax=None):
     """
     ax = _plot_ax(ax)
     e = result["epss"]
-    ax.plot(e, result["median_exit"], "o-", label=f"time to bifurcation T* (exp {result['exponent_exit']:.2f})")
-    ax.plot(e, result["median_settle"], "s-", label=f"time to cluster (exp {result['exponent_settle']:.2f})")
-    ax.plot(e, result["median_bound"], "--", label=f"Thm 4.6 bound (exp {result['exponent_bound']:.2f})")
-    ax.plot(e, np.median(result["switch"], axis=1), ":", label="argmax switch time")
-    ax.set(xscale="log", yscale="log", xlabel="eps", ylabel="time", title="phase-eps-sweep")
-    ax.legend(fontsize=7)
+    ax.plot(e, result["median_exit"], "o-", color=COLORS["measured"],
+            label=rf"time to bifurcation $T^*$ (exponent {result['exponent_exit']:.2f})")
+    ax.plot(e, result["median_settle"], "s-", color=COLORS["accent"],
+            label=f"time to cluster (exponent {result['exponent_settle']:.2f})")
+    ax.plot(e, result["median_bound"], "--", color=COLORS["bound"],
+            label=f"Theorem 4.6 bound (exponent {result['exponent_bound']:.2f})")
+    ax.plot(e, np.median(result["switch"], axis=1), ":", color=COLORS["theory"], label="argmax switch time (derived)")
+    ax.set(xscale="log", yscale="log")
+    ax.set_xlabel(r"perturbation $\varepsilon$ ($\widetilde V = \mathrm{diag}(1, 1 - \varepsilon)$)", fontsize=MIN_FONT + 1)
+    ax.set_ylabel("time (median over initial conditions)", fontsize=MIN_FONT + 1)
+    ax.set_title(r"Time to bifurcation against $\varepsilon$", fontsize=MIN_FONT + 1)
+    ax.tick_params(labelsize=MIN_FONT)
+    ax.legend(fontsize=MIN_FONT)
     return ax
 
 

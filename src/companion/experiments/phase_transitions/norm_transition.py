@@ -19,6 +19,7 @@ from ... import fits, ledger
 from ...models.layer_maps import adapter_chain, near_u1
 from ...registry import PaperScale, claims_for, experiment, sweep_point
 from ...report import fmt
+from ...style import COLORS, FULL_WIDTH, MIN_FONT
 from ...theory import lora_depth as th
 from ._shared import F64, LAMBDAS3, SLOPE_SE, SYNC_RATIO, TOL_SLOPE, _gen, _plot_ax, slope_tolerance
 
@@ -159,14 +160,17 @@ def plot_norm_transition(result: dict, ax=None):
     ax = _plot_ax(ax)
     for a, alpha in enumerate(result["alphas"]):
         line = ax.errorbar(result["depths"], result["mean"][a], yerr=2 * result["se"][a], marker="o", ms=3, capsize=2,
-                           label=f"alpha={alpha} (slope {_by_alpha(result['slopes'], alpha):.2f})")
+                           label=rf"$\alpha = {float(alpha):g}$ (slope {_by_alpha(result['slopes'], alpha):.2f})")
         ax.plot(result["depths"], result["predicted"][a], "--", color=line[0].get_color(), lw=0.8)
-    ax.axhline(result["uniform_level"], color="gray", lw=0.6, ls=":")
-    ax.set(xscale="log", yscale="log", xlabel="depth L", ylabel="E sum_i |x_i - u1|^2",
-           title="phase-norm-transition")
+    ax.axhline(result["uniform_level"], color=COLORS["reference"], lw=0.8, ls=":", label="uniformly spread tokens")
+    ax.set(xscale="log", yscale="log")
+    ax.set_xlabel(r"depth $L$ ($\eta_L = L^\alpha$)", fontsize=MIN_FONT + 1)
+    ax.set_ylabel(r"$\mathbb{E}\sum_i |x_i - u_1|^2$", fontsize=MIN_FONT + 1)
+    ax.set_title("Stationary deviation against depth, per adapter scaling", fontsize=MIN_FONT + 1)
     ax.set_xticks(result["depths"], [str(L) for L in result["depths"]])
     ax.xaxis.set_minor_formatter("")  # the log axis' minor labels overlap the depth labels
-    ax.legend(fontsize=7)
+    ax.tick_params(labelsize=MIN_FONT)
+    ax.legend(fontsize=MIN_FONT, ncol=1)
     return ax
 
 

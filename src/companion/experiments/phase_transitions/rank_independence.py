@@ -14,6 +14,7 @@ from ... import ledger
 from ...models.layer_maps import adapter_chain, near_u1
 from ...registry import PaperScale, claims_for, experiment
 from ...report import fmt
+from ...style import COLORS, FULL_WIDTH, MIN_FONT
 from ...theory import lora_depth as th
 from ._shared import F64, _gen, _plot_ax, window_mean
 
@@ -75,9 +76,13 @@ def plot_rank_independence(result: dict, ax=None):
     for r, (m, se) in zip(result["ranks"], result["curves"]):
         ax.plot(result["t"], m, label=f"rank {r}")
         ax.fill_between(result["t"], m - 2 * se, m + 2 * se, alpha=0.25)
-    ax.axhline(result["eq21"], color="k", ls="--", lw=0.8, label="(21)")
-    ax.set(xlabel="t = layers / L", ylabel="E sum_i (1 - <x_i,u1>^2)", title="phase-rank-independence")
-    ax.legend(fontsize=7)
+    ax.axhline(result["eq21"], color=COLORS["theory"], ls="--", lw=0.8, label="prediction (21)")
+    ax.set_xlabel(r"macroscopic time $t$ = layers$/L$", fontsize=MIN_FONT + 1)
+    ax.set_ylabel(r"$\mathbb{E}\sum_i (1 - \langle x_i, u_1\rangle^2)$", fontsize=MIN_FONT + 1)
+    ax.set_title(rf"Deviation from $u_1$ at equal $\kappa$, ranks {', '.join(str(int(r)) for r in result['ranks'])}",
+                 fontsize=MIN_FONT + 1)
+    ax.tick_params(labelsize=MIN_FONT)
+    ax.legend(fontsize=MIN_FONT)
     return ax
 
 

@@ -18,6 +18,7 @@ from ... import fits, init, ledger
 from ...models.layer_maps import coupled_samples, layer_map_samples
 from ...registry import PaperScale, claims_for, experiment
 from ...report import fmt
+from ...style import COLORS, FULL_WIDTH, MIN_FONT
 from ._shared import F64, LAMBDAS3, SLOPE_SE, TOL_SLOPE, _plot_ax, slope_tolerance
 
 __all__ = ["WeakErrorConfig", "weak_error", "weak_error_claims", "plot_weak_error"]
@@ -93,17 +94,21 @@ def plot_weak_error(result: dict, ax=None):
     """
     ax = _plot_ax(ax)
     L, e, se = np.asarray(result["depths"]), np.abs(result["error"]), result["error_se"]
-    ax.errorbar(L, e, yerr=2 * se, marker="o", capsize=2, label=f"Gaussian adapters, coupled (slope {result['slope']:.2f})")
+    ax.errorbar(L, e, yerr=2 * se, marker="o", capsize=2, color=COLORS["measured"],
+                label=f"Gaussian adapters, coupled (slope {result['slope']:.2f})")
     if len(result["rank_depths"]):
         ax.errorbar(result["rank_depths"], np.abs(result["rank_error"]), yerr=2 * result["rank_error_se"], marker="s", ls="",
-                    capsize=2, label="rank-r adapters (19), independent")
-    ax.plot(L, e[0] * L[0] / L, "k--", lw=0.8, label="1/L")
-    ax.axhline(2 * float(result["ref_se"]), color="gray", ls=":", lw=0.8, label="noise level without the coupling (2 s.e. of E phi(X))")
-    ax.set(xscale="log", yscale="log", xlabel="depth L (t_L = 1)", ylabel="|E phi(X^L) - E phi(X)|",
-           title="Thm D.2 (phase-weak-error)")
+                    capsize=2, color=COLORS["accent"], label="rank-1 adapters (19), independent")
+    ax.plot(L, e[0] * L[0] / L, "--", color=COLORS["theory"], lw=0.8, label=r"$1/L$")
+    ax.axhline(2 * float(result["ref_se"]), color=COLORS["reference"], ls=":", lw=0.8, label="noise level without the coupling")
+    ax.set(xscale="log", yscale="log")
+    ax.set_xlabel(r"depth $L$ (horizon $t_L = 1$)", fontsize=MIN_FONT + 1)
+    ax.set_ylabel(r"$|\mathbb{E}\varphi(X^L) - \mathbb{E}\varphi(X)|$", fontsize=MIN_FONT + 1)
+    ax.set_title("Weak error of the layer map against its SDE", fontsize=MIN_FONT + 1)
     ax.set_xticks(L, [str(x) for x in L])
     ax.xaxis.set_minor_formatter("")
-    ax.legend(fontsize=7)
+    ax.tick_params(labelsize=MIN_FONT)
+    ax.legend(fontsize=MIN_FONT)
     return ax
 
 

@@ -51,7 +51,7 @@ def plot_cone_bound(result: dict[str, Any], ax=None):
     result : dict
         What :func:`cone_bound` returns.
     ax : matplotlib.axes.Axes, optional
-        Where to draw; None draws on the current axes (``plt.gca()``).
+        Where to draw; None opens a new figure of the book's width.
 
     Returns
     -------
@@ -64,29 +64,34 @@ def plot_cone_bound(result: dict[str, Any], ax=None):
     >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
     >>> plot_cone_bound(cone_bound(trials=2, n=8, t1=1.0, dt=0.1), ax=plt.figure().gca()).get_title()
-    'Theorem 6.1 (spectral_selection.cone_bound)'
+    'Cone data: $R_k(t)$ stays below the bound of Theorem 6.1'
     """
     import matplotlib.pyplot as plt
 
-    ax = ax or plt.gca()
+    from ...style import COLORS, FULL_WIDTH, MIN_FONT
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(FULL_WIDTH * 0.75, 3.4), layout="constrained")
     q = result["R"] / result["bound"]
-    ax.plot(result["ts"], q.reshape(len(result["ts"]), -1), lw=0.6, color="C0", alpha=0.5)
-    ax.axhline(1.0, color="k", ls="--")
-    ax.set_xlabel("t")
-    ax.set_ylabel("$R_k(t)\\,/\\,R_k(0)e^{-\\delta(\\lambda_1-|\\lambda_k|)t}$")
-    ax.set_title("Theorem 6.1 (spectral_selection.cone_bound)")
+    ax.plot(result["ts"], q.reshape(len(result["ts"]), -1), lw=0.6, color=COLORS["measured"], alpha=0.5)
+    ax.axhline(1.0, color=COLORS["bound"], ls="--", label="bound (ratio 1)")
+    ax.set_xlabel("$t$", fontsize=MIN_FONT + 1)
+    ax.set_ylabel("$R_k(t)\\,/\\,R_k(0)e^{-\\delta(\\lambda_1-|\\lambda_k|)t}$", fontsize=MIN_FONT + 1)
+    ax.tick_params(labelsize=MIN_FONT)
+    ax.legend(fontsize=MIN_FONT, loc="lower left")
+    ax.set_title("Cone data: $R_k(t)$ stays below the bound of Theorem 6.1", fontsize=MIN_FONT + 1)
     return ax
 
 
 def plot_cone_bound_snapshots(result: dict[str, Any], ax=None):
-    """Figure 1: one trial of cone data at t = 0, 0.5, 1, 2 on S^2; the star marks e_1.
+    """Figure 1: one trial of cone data at t = 0, 0.5, 1, 2 on S^2 (a grid of two columns); the star marks e_1.
 
     Parameters
     ----------
     result : dict
         What :func:`cone_bound` returns.
     ax : sequence of 3D matplotlib.axes.Axes, optional
-        One panel per time of ``result["snap_t"]``, left to right; None opens a new figure with them.
+        One panel per time of ``result["snap_t"]``; None opens a new figure with them, two to a row.
 
     Returns
     -------
@@ -102,17 +107,24 @@ def plot_cone_bound_snapshots(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, MIN_FONT
+
     if ax is None:
-        fig = plt.figure(figsize=(12, 3.4))
-        ax = [fig.add_subplot(1, len(result["snap_t"]), i + 1, projection="3d") for i in range(len(result["snap_t"]))]
+        k = len(result["snap_t"])
+        cols = 2 if k > 1 else 1
+        rows = -(-k // cols)
+        fig = plt.figure(figsize=(5.0, 2.5 * rows + 0.4), layout="constrained")
+        ax = [fig.add_subplot(rows, cols, i + 1, projection="3d") for i in range(k)]
+        fig.suptitle("One-sided cone data gather at $e_1$ (star), first trial", fontsize=MIN_FONT + 1)
     u, v = np.mgrid[0 : 2 * np.pi : 30j, 0 : np.pi : 15j]
     for a, t, X in zip(ax, result["snap_t"], result["snapshots"]):
         a.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.85", lw=0.3)
-        a.scatter(X[:, 0], X[:, 1], X[:, 2], s=6, color="C0")
-        a.scatter([1.0], [0.0], [0.0], marker="*", s=150, color="orange")
-        a.set_title(f"t = {t:g}")
+        a.scatter(X[:, 0], X[:, 1], X[:, 2], s=6, color=COLORS["measured"])
+        a.scatter([1.0], [0.0], [0.0], marker="*", s=150, color=COLORS["accent"])
+        a.set_title(f"$t = {t:g}$", fontsize=MIN_FONT + 1)
+        a.set_xlim(-1, 1), a.set_ylim(-1, 1), a.set_zlim(-1, 1)
+        a.set_box_aspect((1, 1, 1))
         a.set_axis_off()
-    ax[0].figure.suptitle("Fig. 1 (spectral_selection.cone_bound, plot_snapshots)")  # the stored figure's title, kept
     return ax
 
 

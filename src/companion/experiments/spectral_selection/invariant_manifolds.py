@@ -76,14 +76,14 @@ def _zero_M_point(lambdas: torch.Tensor) -> torch.Tensor | None:
 
 
 def plot_invariant_manifolds(result: dict[str, Any], ax=None):
-    """M(t) on the balanced bipolar manifold for six initial points.
+    """M(t) on the balanced bipolar manifold for six initial points; the eigenvalues dotted.
 
     Parameters
     ----------
     result : dict
         What :func:`invariant_manifolds` returns.
     ax : matplotlib.axes.Axes, optional
-        Where to draw; None draws on the current axes (``plt.gca()``).
+        Where to draw; None opens a new figure of the book's width.
 
     Returns
     -------
@@ -96,17 +96,21 @@ def plot_invariant_manifolds(result: dict[str, Any], ax=None):
     >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
     >>> plot_invariant_manifolds(invariant_manifolds(t1=1.0, dt=0.05, energy_trials=2, energy_dt=0.05), ax=plt.figure().gca()).get_xlabel()
-    't'
+    '$t$'
     """
     import matplotlib.pyplot as plt
 
-    ax = ax or plt.gca()
-    ax.plot(result["ts"], result["M"])
+    from ...style import COLORS, FULL_WIDTH, MIN_FONT
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(FULL_WIDTH * 0.75, 3.4), layout="constrained")
+    ax.plot(result["ts"], result["M"], color=COLORS["measured"], lw=1.2)
     for lk in result["lambdas"]:
-        ax.axhline(lk, color="0.8", lw=0.8, ls=":")
-    ax.set_xlabel("t")
-    ax.set_ylabel("$M(t) = \\langle u, V u\\rangle$")
-    ax.set_title("balanced bipolar manifold (spectral_selection.invariant_manifolds)")
+        ax.axhline(lk, color=COLORS["reference"], lw=0.8, ls=":")
+    ax.set_xlabel("$t$", fontsize=MIN_FONT + 1)
+    ax.set_ylabel("$M(t) = \\langle u, V u\\rangle$", fontsize=MIN_FONT + 1)
+    ax.tick_params(labelsize=MIN_FONT)
+    ax.set_title("Balanced bipolar manifold: $|M(t)|$ grows towards an eigenvalue", fontsize=MIN_FONT + 1)
     return ax
 
 

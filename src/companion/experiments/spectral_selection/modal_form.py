@@ -47,7 +47,7 @@ def plot_modal_form(result: dict[str, Any], ax=None):
     result : dict
         What :func:`modal_form` returns.
     ax : matplotlib.axes.Axes, optional
-        Where to draw; None draws on the current axes (``plt.gca()``).
+        Where to draw; None opens a new figure of the book's width.
 
     Returns
     -------
@@ -60,17 +60,23 @@ def plot_modal_form(result: dict[str, Any], ax=None):
     >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
     >>> plot_modal_form(modal_form(trials=1, n=4, t1=0.5, dt=0.05), ax=plt.figure().gca()).get_title()
-    'modal masses (spectral_selection.modal_form)'
+    'Averaged modal masses: the top eigendirection takes over'
     """
     import matplotlib.pyplot as plt
 
-    ax = ax or plt.gca()
+    from ...style import COLORS, FULL_WIDTH, MIN_FONT
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(FULL_WIDTH * 0.75, 3.4), layout="constrained")
+    colors = [COLORS["measured"], COLORS["accent"], COLORS["reference"], COLORS["bound"]]
     for k, lk in enumerate(result["lambdas"]):
-        ax.plot(result["ts"], result["masses"][:, k], label=f"$\\lambda_{k + 1} = {lk:g}$")
-    ax.set_xlabel("t")
-    ax.set_ylabel("$m_k(t)$ (trial mean)")
-    ax.legend()
-    ax.set_title("modal masses (spectral_selection.modal_form)")
+        ax.plot(result["ts"], result["masses"][:, k], color=colors[k % len(colors)],
+                label=f"$m_{k + 1}$, $\\lambda_{k + 1} = {lk:g}$")
+    ax.set_xlabel("$t$", fontsize=MIN_FONT + 1)
+    ax.set_ylabel("$m_k(t)$ (mean over trials)", fontsize=MIN_FONT + 1)
+    ax.tick_params(labelsize=MIN_FONT)
+    ax.legend(fontsize=MIN_FONT, loc="upper left")
+    ax.set_title("Averaged modal masses: the top eigendirection takes over", fontsize=MIN_FONT + 1)
     return ax
 
 

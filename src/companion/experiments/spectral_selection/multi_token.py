@@ -47,7 +47,7 @@ def plot_multi_token(result: dict[str, Any], ax=None):
     result : dict
         What :func:`multi_token` returns.
     ax : sequence of 3 matplotlib.axes.Axes, optional
-        The panels, left to right; None opens a new figure with them.
+        The panels; None opens a new figure with them (two above, the pairwise panel below).
 
     Returns
     -------
@@ -63,24 +63,37 @@ def plot_multi_token(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, FULL_WIDTH, MIN_FONT
+
     axes = ax
     if axes is None:
-        _, axes = plt.subplots(1, 3, figsize=(14, 3.2))
+        fig = plt.figure(figsize=(FULL_WIDTH, 6.4), layout="constrained")
+        grid = fig.add_gridspec(2, 2)
+        axes = [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, :])]
+        fig.suptitle(f"{result['n']} tokens, negative-definite $V$: bipolar collapse on $e_d$", fontsize=MIN_FONT + 1)
+    colors = [COLORS["reference"], COLORS["accent"], COLORS["measured"]]
     for k, lk in enumerate(result["lambdas"]):
         m = result["masses"][:, :, k]
-        axes[0].plot(result["ts"], m.mean(axis=1), label=f"$m_{k + 1}$, $\\lambda_{k + 1} = {lk:g}$")
-        axes[0].fill_between(result["ts"], np.quantile(m, 0.1, axis=1), np.quantile(m, 0.9, axis=1), alpha=0.2)
-    axes[0].set_xlabel("t")
-    axes[0].legend()
-    axes[1].hist(result["n_plus"], bins=np.arange(result["n"] + 2) - 0.5)
-    axes[1].set_xlabel("$n_+$ (tokens with $c_{i,d} > 0$ at the end)")
-    for key, color, label in (("pair_same", "C2", "same group"), ("pair_cross", "C3", "cross group")):
+        c = colors[k % len(colors)]
+        axes[0].plot(result["ts"], m.mean(axis=1), color=c, label=f"$m_{k + 1}$, $\\lambda_{k + 1} = {lk:g}$")
+        axes[0].fill_between(result["ts"], np.quantile(m, 0.1, axis=1), np.quantile(m, 0.9, axis=1), color=c, alpha=0.2)
+    axes[0].set_xlabel("$t$", fontsize=MIN_FONT + 1)
+    axes[0].set_ylabel("$m_k(t)$ (mean, 10-90 %)", fontsize=MIN_FONT + 1)
+    axes[0].set_title("(a) modal masses", fontsize=MIN_FONT + 1)
+    axes[0].legend(fontsize=MIN_FONT, loc="center right")  # a fixed place: "best" is slow (and warns) on 1,000 curves
+    axes[1].hist(result["n_plus"], bins=np.arange(result["n"] + 2) - 0.5, color=COLORS["measured"])
+    axes[1].set_xlabel("$n_+$ (tokens with $c_{id} > 0$ at the end)", fontsize=MIN_FONT + 1)
+    axes[1].set_ylabel("trials", fontsize=MIN_FONT + 1)
+    axes[1].set_title("(b) split of the final states", fontsize=MIN_FONT + 1)
+    for key, color, label in (("pair_same", COLORS["measured"], "same group"), ("pair_cross", COLORS["bound"], "cross group")):
         axes[2].plot(result["ts"], result[key], color=color, lw=0.4, alpha=0.3)
         axes[2].plot([], [], color=color, label=label)
-    axes[2].set_xlabel("t")
-    axes[2].set_ylabel("mean $\\langle x_i, x_j\\rangle$")
-    axes[2].legend()
-    axes[0].figure.suptitle("Fig. 4 (spectral_selection.multi_token)")
+    axes[2].set_xlabel("$t$", fontsize=MIN_FONT + 1)
+    axes[2].set_ylabel("mean $\\langle x_i, x_j\\rangle$", fontsize=MIN_FONT + 1)
+    axes[2].set_title("(c) pairwise correlations, groups by the final sign of $c_{id}$", fontsize=MIN_FONT + 1)
+    axes[2].legend(fontsize=MIN_FONT, loc="center right")
+    for a in axes:
+        a.tick_params(labelsize=MIN_FONT)
     return axes
 
 

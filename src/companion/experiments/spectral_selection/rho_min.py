@@ -42,7 +42,7 @@ class RhoMinConfig:
 
 
 def plot_rho_min(result: dict[str, Any], ax=None):
-    """Figure 2: one curve per trial, one panel per beta.
+    """Figure 2: one curve per trial, one panel per beta (three to a row at the book's width).
 
     Parameters
     ----------
@@ -64,16 +64,26 @@ def plot_rho_min(result: dict[str, Any], ax=None):
     2
     """
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    from ...style import COLORS, FULL_WIDTH, MIN_FONT
 
     axes = ax
     if axes is None:
-        _, axes = plt.subplots(1, len(result["betas"]), figsize=(12, 3.2), sharey=True)
+        k = len(result["betas"])
+        cols = min(k, 3)
+        rows = -(-k // cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(FULL_WIDTH, 2.9 * rows + 0.5), sharey=True, squeeze=False,
+                                 layout="constrained")
+        axes = list(axes.ravel())[:k]
+        fig.suptitle("Minimum pairwise correlation $\\rho_{\\min}(t)$, one curve per trial", fontsize=MIN_FONT + 1)
     for a, beta in zip(axes, result["betas"]):
-        a.plot(result["ts"], result["rho"][beta], color="green", lw=0.4, alpha=0.4)
-        a.set_title(f"$\\beta$ = {beta:g}")
-        a.set_xlabel("t")
-    axes[0].set_ylabel("$\\rho_{\\min}(t)$")
-    axes[0].figure.suptitle("Fig. 2 (spectral_selection.rho_min_ensembles)")  # the stored figure's title, kept
+        a.plot(result["ts"], result["rho"][beta], color=COLORS["measured"], lw=0.4, alpha=0.4)
+        a.set_title(f"$\\beta = {beta:g}$", fontsize=MIN_FONT + 1)
+        a.set_xlabel("$t$", fontsize=MIN_FONT + 1)
+        a.xaxis.set_major_locator(MaxNLocator(4))
+        a.tick_params(labelsize=MIN_FONT)
+    axes[0].set_ylabel("$\\rho_{\\min}(t)$", fontsize=MIN_FONT + 1)
     return axes
 
 

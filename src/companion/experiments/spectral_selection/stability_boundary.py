@@ -44,14 +44,14 @@ class StabilityBoundaryConfig:
 
 
 def plot_stability_boundary(result: dict[str, Any], ax=None):
-    """Figure 5: the boundary sigma(e^{2 beta}, r) (lines), thresholds (empty circles), located (x).
+    r"""Figure 5: the boundary sigma(e^{2 beta}, r) (lines), thresholds (empty circles), located (x).
 
     Parameters
     ----------
     result : dict
         What :func:`stability_boundary` returns.
     ax : matplotlib.axes.Axes, optional
-        Where to draw; None draws on the current axes (``plt.gca()``).
+        Where to draw; None opens a new figure of the book's width.
 
     Returns
     -------
@@ -64,20 +64,26 @@ def plot_stability_boundary(result: dict[str, Any], ax=None):
     >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
     >>> plot_stability_boundary(stability_boundary(betas=(1.0,), bisect=5), ax=plt.figure().gca()).get_title()
-    'Fig. 5 (spectral_selection.stability_boundary)'
+    'Sign-split stability boundary against $\\beta$ ($\\lambda_p = 1$)'
     """
     import matplotlib.pyplot as plt
 
-    ax = ax or plt.gca()
+    from ...style import COLORS, FULL_WIDTH, MIN_FONT
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(FULL_WIDTH * 0.75, 3.6), layout="constrained")
     styles = ["-", "--", "-.", ":"]
-    for (r, ls) in zip(result["r"], styles):
-        line, = ax.plot(result["beta_curve"], result["curves"][r], ls, label=f"r = {r:g}")
-        ax.plot([result["thresholds"][r]], [0.0], "o", mfc="none", color=line.get_color())
-        ax.plot(result["betas"], result["located"][r], "x", color=line.get_color())
-    ax.set_xlabel("$\\beta$")
-    ax.set_ylabel("$\\lambda_p\\,\\sigma(e^{2\\beta}, r)$")
-    ax.legend()
-    ax.set_title("Fig. 5 (spectral_selection.stability_boundary)")
+    colors = [COLORS["theory"], COLORS["measured"], COLORS["accent"], COLORS["reference"]]
+    for (r, ls, c) in zip(result["r"], styles, colors):
+        ax.plot(result["beta_curve"], result["curves"][r], ls, color=c, label=f"$r = {r:g}$")
+        ax.plot([result["thresholds"][r]], [0.0], "o", mfc="none", color=c, ms=7)
+        ax.plot(result["betas"], result["located"][r], "x", color=c, ms=5)
+    ax.plot([], [], "x", color=COLORS["reference"], label="located (Jacobian)")
+    ax.set_xlabel("$\\beta$", fontsize=MIN_FONT + 1)
+    ax.set_ylabel("$\\lambda_p\\,\\sigma(e^{2\\beta}, r)$", fontsize=MIN_FONT + 1)
+    ax.tick_params(labelsize=MIN_FONT)
+    ax.legend(fontsize=MIN_FONT, loc="lower right")
+    ax.set_title("Sign-split stability boundary against $\\beta$ ($\\lambda_p = 1$)", fontsize=MIN_FONT + 1)
     return ax
 
 

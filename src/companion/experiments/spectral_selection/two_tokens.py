@@ -61,16 +61,21 @@ def plot_two_tokens(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, FULL_WIDTH, MIN_FONT
+
     axes = ax
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(10, 3.2))
-    axes[0].plot(result["ts"], result["rho"], color="C0", lw=0.4, alpha=0.4)
-    axes[0].set_ylabel("$\\rho(t)$")
-    axes[1].plot(result["ts"], result["md"], color="C0", lw=0.4, alpha=0.4)
-    axes[1].set_ylabel("$m_d(t)$")
+        fig, axes = plt.subplots(1, 2, figsize=(FULL_WIDTH, 3.2), layout="constrained")
+        fig.suptitle("Two tokens, negative-definite $V$: one curve per pair", fontsize=MIN_FONT + 1)
+    axes[0].plot(result["ts"], result["rho"], color=COLORS["measured"], lw=0.4, alpha=0.4)
+    axes[0].set_ylabel("$\\rho(t) = \\langle x_1, x_2\\rangle$", fontsize=MIN_FONT + 1)
+    axes[0].set_title("(a) correlation", fontsize=MIN_FONT + 1)
+    axes[1].plot(result["ts"], result["md"], color=COLORS["measured"], lw=0.4, alpha=0.4)
+    axes[1].set_ylabel("$m_d(t)$", fontsize=MIN_FONT + 1)
+    axes[1].set_title("(b) mass on $e_d$", fontsize=MIN_FONT + 1)
     for a in axes:
-        a.set_xlabel("t")
-    axes[0].figure.suptitle("Fig. 3 (spectral_selection.two_tokens)")
+        a.set_xlabel("$t$", fontsize=MIN_FONT + 1)
+        a.tick_params(labelsize=MIN_FONT)
     return axes
 
 

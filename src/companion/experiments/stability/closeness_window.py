@@ -79,19 +79,32 @@ def plot_closeness_window(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS, FULL_WIDTH
+
     if ax is None:
-        _, ax = plt.subplots(1, 2, figsize=(11, 4))
+        _, ax = plt.subplots(1, 2, figsize=(FULL_WIDTH, 3.4), layout="constrained")
     ts, eps = result["ts"], result["eps"]
+    cmap = plt.get_cmap("viridis")
     for e, ep in enumerate(eps):
-        ax[0].plot(ts[1:], result["w2"][e, 1:] / ep, color=f"C{e}", label=f"eps={ep:g}")
-        ax[0].axhline(result["level"] / ep, color=f"C{e}", ls=":", lw=0.8)
-    ax[0].set(yscale="log", xlabel="t", ylabel="W2(mu_t, nu_t) / eps", title="growth of W2 / eps (dotted: level / eps)")
-    ax[0].legend(fontsize=7)
+        c = cmap(e / max(1, len(eps) - 1))
+        lab = fr"$\varepsilon = {ep:g}$" if e in (0, len(eps) - 1) else None
+        ax[0].plot(ts[1:], result["w2"][e, 1:] / ep, color=c, label=lab)
+        ax[0].axhline(result["level"] / ep, color=c, ls=":", lw=0.8)
+    ax[0].set(yscale="log")
+    ax[0].set_xlabel("$t$", fontsize=10)
+    ax[0].set_ylabel(r"$W_2(\mu_t, \nu_t) / \varepsilon$", fontsize=10)
+    ax[0].set_title(r"Growth of $W_2/\varepsilon$ (dotted: level)", fontsize=10)
+    ax[0].legend(fontsize=10)
     x = np.log(1.0 / eps)
-    ax[1].plot(x, result["t_star"], "o-", label="measured t*: W2 reaches the level")
-    ax[1].plot(x, result["t_bound"], "s--", label="window guaranteed by bound (14)")
-    ax[1].set(yscale="log", xlabel="ln(1/eps)", ylabel="time", title="Remark C.6 (stability-closeness-window)")
-    ax[1].legend(fontsize=7)
+    ax[1].plot(x, result["t_star"], "o-", color=COLORS["measured"], label=r"measured $t^*$")
+    ax[1].plot(x, result["t_bound"], "s--", color=COLORS["bound"], label="bound (14)")
+    ax[1].set(yscale="log")
+    ax[1].set_xlabel(r"$\ln(1/\varepsilon)$", fontsize=10)
+    ax[1].set_ylabel("time to reach the level", fontsize=10)
+    ax[1].set_title("Closeness window", fontsize=10)
+    ax[1].legend(fontsize=10)
+    for a in ax:
+        a.tick_params(labelsize=10)
     return ax
 
 

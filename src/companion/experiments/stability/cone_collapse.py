@@ -83,15 +83,18 @@ def plot_cone_collapse(result: dict[str, Any], ax=None):
     import matplotlib.pyplot as plt
 
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 4))
+        _, ax = plt.subplots(figsize=(5.2, 3.6), layout="constrained")
     ts = result["ts"]
     K = result["err"].shape[0]
     for k in range(K):
         c = plt.get_cmap("turbo")(k / max(1, K - 1))
         ax.plot(ts, np.maximum(result["err"][k], PLOT_FLOOR), color=c, lw=1)
         ax.plot(ts, np.maximum(result["bound"][k], PLOT_FLOOR), "--", color=c, lw=0.8)
-    ax.set(yscale="log", xlabel="t", ylabel="max_i |x_i(t) - u1|", ylim=(1e-12, 3),
-           title="Lemma C.13 (stability-cone-collapse): measured (solid), rate (dashed)")
+    ax.set(yscale="log", ylim=(1e-12, 3))
+    ax.set_xlabel("$t$", fontsize=10)
+    ax.set_ylabel(r"$\max_i |x_i(t) - u_1|$", fontsize=10)
+    ax.set_title("Distance to $u_1$ (solid) and the rate (dashed)", fontsize=10)
+    ax.tick_params(labelsize=10)
     return ax
 
 

@@ -167,10 +167,12 @@ def plot_field_bounds(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import FULL_WIDTH
+
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 4))
-    keys = [("r40", "(40) |X|"), ("r41", "(41) |grad X|"), ("r42", "(42)+(43) in mu"), ("r44", "(44) dV"),
-            ("r45_in", "(45) dA, |x| <= R"), ("r49_in", "(49) both, |x| <= R")]
+        _, ax = plt.subplots(figsize=(FULL_WIDTH, 4.4), layout="constrained")
+    keys = [("r40", "(40) field"), ("r41", "(41) Jacobian"), ("r42", "(42)-(43) in $\\mu$"), ("r44", r"(44) $\Delta V$"),
+            ("r45_in", r"(45) $\Delta A$, $|x| \leq R$"), ("r49_in", r"(49) both, $|x| \leq R$")]
     z = result["z"]
     rand = result["kind"] == 0
     for i, (k, lab) in enumerate(keys):
@@ -179,11 +181,14 @@ def plot_field_bounds(result: dict[str, Any], ax=None):
         ax.scatter(z[rand] * jit, np.maximum(r[rand], PLOT_FLOOR), s=4, alpha=0.35, color=f"C{i}")
         ax.scatter(z[~rand] * jit, np.maximum(r[~rand], PLOT_FLOOR), s=30, marker="D", color=f"C{i}", edgecolor="k", label=lab)
     zz = np.geomspace(z.min() * 0.8, z.max() * 1.2, 100)
-    ax.plot(zz, [lora.dirac_pair_ratio(v) for v in zz], "k:", lw=1, label="two Diracs against (43), derived")
+    ax.plot(zz, [lora.dirac_pair_ratio(v) for v in zz], "k:", lw=1.5, label="two Diracs vs (43)")
     ax.axhline(1.0, color="k", lw=1)
-    ax.set(xscale="log", yscale="log", xlabel="z = R^2 |A|_op", ylabel="measured / printed bound",
-           title="Lemmas C.1-C.4 (stability-field-bounds): above 1 = violated", ylim=(1e-4, 50))
-    ax.legend(fontsize=6, ncol=2, loc="lower left")
+    ax.set(xscale="log", yscale="log", ylim=(1e-4, 50))
+    ax.set_xlabel(r"$z = R^2 \|A\|_{\mathrm{op}}$", fontsize=10)
+    ax.set_ylabel("measured / printed bound", fontsize=10)
+    ax.set_title("Lemmas C.1 to C.4: above 1, a bound is violated", fontsize=10)
+    ax.legend(fontsize=10, ncol=2, loc="lower left")
+    ax.tick_params(labelsize=10)
     return ax
 
 

@@ -77,17 +77,24 @@ def plot_initial_laws(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS
+
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 4))
+        _, ax = plt.subplots(figsize=(5.2, 3.6), layout="constrained")
     ts = result["ts"]
     g = result["growth"].reshape(-1, len(ts))
-    for row in g:
-        ax.plot(ts, row, color="C0", lw=0.8, alpha=0.7)
+    for i, row in enumerate(g):
+        ax.plot(ts, row, color=COLORS["measured"], lw=0.8, alpha=0.7, label="measured" if i == 0 else None)
     for s in range(result["L"].shape[0]):
-        ax.plot(ts, np.exp(result["L"][s] * ts), "--", color="C1", lw=1, label="e^{L t} (the proof's Gronwall)" if s == 0 else None)
-        ax.plot(ts, np.exp(2 * result["L"][s] * ts), "-", color="C3", lw=1, label="e^{2 L t} (eq. 88)" if s == 0 else None)
-    ax.set(yscale="log", xlabel="t", ylabel="W2(mu_t, nu_t) / W2(mu_0, nu_0)", title="Lemma C.12 (stability-initial-laws)")
-    ax.legend(fontsize=7)
+        ax.plot(ts, np.exp(result["L"][s] * ts), "--", color=COLORS["reference"], lw=1,
+                label=r"$e^{Lt}$ (the proof's Grönwall)" if s == 0 else None)
+        ax.plot(ts, np.exp(2 * result["L"][s] * ts), "-", color=COLORS["bound"], lw=1, label=r"$e^{2Lt}$ (eq. 88)" if s == 0 else None)
+    ax.set(yscale="log")
+    ax.set_xlabel("$t$", fontsize=10)
+    ax.set_ylabel(r"$W_2(\mu_t, \nu_t) / W_2(\mu_0, \nu_0)$", fontsize=10)
+    ax.set_title("Growth of the distance between two laws", fontsize=10)
+    ax.legend(fontsize=10)
+    ax.tick_params(labelsize=10)
     return ax
 
 

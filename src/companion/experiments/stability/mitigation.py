@@ -67,21 +67,25 @@ def plot_mitigation(result: dict[str, Any], ax=None):
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> ax = plot_mitigation(mitigation(trials=1, norms=(0.1, 0.6), n=4, t1=20.0, dt=0.2))
-    >>> len(ax.get_lines()), ax.get_xlabel()
-    (3, '|dV|_F')
+    >>> len(ax.get_lines()); print(ax.get_xlabel())
+    3
+    $\\|\\Delta V\\|_F$
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS
+
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 4))
+        _, ax = plt.subplots(figsize=(5.2, 3.6), layout="constrained")
     n = result["norms"]
-    ax.plot(n, result["mean_raw"], "o-", label="raw dV")
-    ax.plot(n, result["mean_proj"], "s-", label="P_perp dV P_perp (same Frobenius norm)")
-    ax.axvline(result["gap"], color="k", ls=":", lw=1, label="spectral gap")
-    ax.set_xlabel("|dV|_F")
-    ax.set_ylabel("mean drift mean_i |x~_i(T) - u1|")
-    ax.set_title("mitigation: orthogonalised update", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.plot(n, result["mean_raw"], "o-", color=COLORS["measured"], label=r"raw $\Delta V$")
+    ax.plot(n, result["mean_proj"], "s-", color=COLORS["accent"], label=r"projected $P_\perp \Delta V P_\perp$")
+    ax.axvline(result["gap"], color=COLORS["reference"], ls=":", lw=1.5, label="spectral gap")
+    ax.set_xlabel(r"$\|\Delta V\|_F$", fontsize=10)
+    ax.set_ylabel(r"mean drift $|\tilde x_i(T) - u_1|$", fontsize=10)
+    ax.set_title("Raw and orthogonalised updates, same norm", fontsize=10)
+    ax.legend(fontsize=10)
+    ax.tick_params(labelsize=10)
     return ax
 
 

@@ -101,34 +101,45 @@ def plot_prop31_wasserstein(result: dict[str, Any], ax=None):
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> ax = plot_prop31_wasserstein(prop31(n=6, trials=1, eps=(1e-3, 1e-2), families=("V",), t1=0.5, n_save=3, dt=0.1))
-    >>> len(ax), ax[1].get_ylabel()
-    (2, 'log10 log10(bound / measured)')
+    >>> len(ax); print(ax[1].get_ylabel())
+    2
+    $\\log_{10}\\log_{10}$(bound / $W_2$)
     """
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from ...style import COLORS, FULL_WIDTH
 
     if ax is None:
-        _, ax = plt.subplots(1, 2, figsize=(11, 4))
+        _, ax = plt.subplots(1, 2, figsize=(FULL_WIDTH, 3.4), layout="constrained")
     ts, eps = result["ts"], result["eps"]
     fams = list(result["families"])
     f = fams.index("both") if "both" in fams else len(fams) - 1
     cmap = plt.get_cmap("viridis")
     for e, ep in enumerate(eps):
         c = cmap(e / max(1, len(eps) - 1))
-        ax[0].semilogy(ts[1:], result["w2"][f, e, :, 1:].mean(0), "o-", ms=3, color=c, label=f"W2, eps={ep:g}")
+        ax[0].semilogy(ts[1:], result["w2"][f, e, :, 1:].mean(0), "o-", ms=2.5, color=c)
         lb = result["log10_bound"][f, e, :, :].min(0)
         ok = lb < LOG10_BOUND_CLIP
         ax[0].semilogy(ts[ok], 10.0 ** lb[ok], "--", color=c, lw=1)
-    ax[0].set_xlabel("t")
-    ax[0].set_ylabel("W2(mu_t, nu_t)")
-    ax[0].set_title(f"Prop. 3.1, family '{fams[f]}': measured (o) and bound (14) (--, clipped at 1e6)", fontsize=9)
-    ax[0].legend(fontsize=7)
+    hand = [Line2D([], [], color=cmap(0.0), marker="o", ms=3, label=fr"$\varepsilon = {eps[0]:g}$"),
+            Line2D([], [], color=cmap(1.0), marker="o", ms=3, label=fr"$\varepsilon = {eps[-1]:g}$"),
+            Line2D([], [], color="k", ls="--", lw=1, label="bound (14), below $10^6$")]
+    ax[0].set_xlabel("$t$", fontsize=10)
+    ax[0].set_ylabel(r"$W_2(\mu_t, \nu_t)$", fontsize=10)
+    ax[0].set_title("Measured distance and bound (14)", fontsize=10)
+    ax[0].set_ylim(top=ax[0].get_ylim()[1] * 1e3)  # room for the legend above the curves
+    ax[0].legend(handles=hand, fontsize=10, loc="upper left")
     for fi, fam in enumerate(fams):
         sl = result["slack"][fi].reshape(-1, result["slack"].shape[-1]).min(0)
-        ax[1].plot(ts[1:], np.log10(np.maximum(sl, LOG_FLOOR)), "o-", ms=3, label=f"family {fam}")
-    ax[1].set_xlabel("t")
-    ax[1].set_ylabel("log10 log10(bound / measured)")
-    ax[1].set_title("slack of (14): log10 log10 grows like 3 D_t, faster than linearly", fontsize=9)
-    ax[1].legend(fontsize=7)
+        ax[1].plot(ts[1:], np.log10(np.maximum(sl, LOG_FLOOR)), "o-", ms=2.5, color=f"C{fi}",
+                   label={"V": r"$\Delta V$ only", "A": r"$\Delta A$ only", "both": "both"}.get(str(fam), str(fam)))
+    ax[1].set_xlabel("$t$", fontsize=10)
+    ax[1].set_ylabel(r"$\log_{10}\log_{10}$(bound / $W_2$)", fontsize=10)
+    ax[1].set_title("Slack of (14): faster than linear", fontsize=10)
+    ax[1].legend(fontsize=10)
+    for a in ax:
+        a.tick_params(labelsize=10)
     return ax
 
 

@@ -128,31 +128,43 @@ def plot_prop33_families(result: dict[str, Any], ax=None):
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> ax = plot_prop33_families(prop33(steps=2, n=4, t1=20.0, dt=0.2))
-    >>> len(ax), ax[1].get_xlabel()
-    (2, 'spectral gap lambda_1 - lambda_2')
+    >>> len(ax); print(ax[1].get_xlabel())
+    2
+    spectral gap $\\lambda_1 - \\lambda_2$
     """
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import NullFormatter
+
+    from ...style import COLORS, FULL_WIDTH
 
     if ax is None:
-        _, ax = plt.subplots(1, 2, figsize=(11, 4))
+        _, ax = plt.subplots(1, 2, figsize=(FULL_WIDTH, 3.6), layout="constrained")
     fams = result["families"]
-    for fam, c in (("a", "C0"), ("b", "C1"), ("E", "C2")):
+    hand = []
+    for fam, c, lab in (("a", "C0", "in-span $a$"), ("b", "C1", r"mixing $\|b\|$"), ("E", "C2", r"orthogonal $\|E\|$")):
         r = fams[fam]
-        ax[0].plot(r["size"], r["dyn_drift"], "o", color=c, label=f"family {fam}: dynamics")
-        ax[0].plot(r["size"], r["eig_drift"], "-", color=c, lw=0.8, label=f"family {fam}: |u1 - u1~| (eigh)")
+        ax[0].plot(r["size"], r["dyn_drift"], "o", ms=4, color=c)
+        ax[0].plot(r["size"], r["eig_drift"], "-", color=c, lw=0.8)
         hb = np.where(r["holds"], r["bound"], np.nan)
-        ax[0].plot(r["size"], hb, "--", color=c, label=f"family {fam}: bound (16)")
-    ax[0].set_xlabel("perturbation size s")
-    ax[0].set_ylabel("mean_i |x~_i(T) - u1|")
-    ax[0].set_title("Prop. 3.3 (stability-prop33): drift and bound (16)", fontsize=9)
-    ax[0].legend(fontsize=6, ncol=2)
+        ax[0].plot(r["size"], hb, "--", color=c)
+        hand.append(Line2D([], [], color=c, marker="o", ms=4, ls="none", label=lab))
+    hand += [Line2D([], [], color="k", lw=0.8, label="eigenvector"), Line2D([], [], color="k", ls="--", label="bound (16)")]
+    ax[0].set_xlabel("perturbation size $s$", fontsize=10)
+    ax[0].set_ylabel(r"drift $\mathrm{mean}_i\,|\tilde x_i(T) - u_1|$", fontsize=10)
+    ax[0].set_title("Drift per block of the update", fontsize=10)
+    ax[0].legend(handles=hand, fontsize=10, loc="upper right")
     r = fams["gap"]
-    ax[1].loglog(r["size"], r["dyn_drift"], "o", label="dynamics")
-    ax[1].loglog(r["size"], np.where(r["holds"], r["bound"], np.nan), "--", label="bound (16)")
-    ax[1].set_xlabel("spectral gap lambda_1 - lambda_2")
-    ax[1].set_ylabel("drift")
-    ax[1].set_title("fixed dV (|dV|_op = 0.1), varying gap", fontsize=9)
-    ax[1].legend(fontsize=7)
+    ax[1].loglog(r["size"], r["dyn_drift"], "o", ms=4, color=COLORS["measured"], label="dynamics")
+    ax[1].loglog(r["size"], np.where(r["holds"], r["bound"], np.nan), "--", color=COLORS["bound"], label="bound (16)")
+    ax[1].set_xlabel(r"spectral gap $\lambda_1 - \lambda_2$", fontsize=10)
+    ax[1].set_ylabel("drift", fontsize=10)
+    ax[1].set_title(r"Fixed $\Delta V$ ($\|\Delta V\| = 0.1$)", fontsize=10)
+    ax[1].legend(fontsize=10)
+    for axis in (ax[1].xaxis, ax[1].yaxis):
+        axis.set_minor_formatter(NullFormatter())
+    for a in ax:
+        a.tick_params(labelsize=10)
     return ax
 
 
@@ -177,26 +189,29 @@ def plot_prop33_map(result: dict[str, Any], ax=None):
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> ax = plot_prop33_map(prop33(steps=2, n=4, t1=20.0, dt=0.2))
-    >>> ax.get_xlabel(), ax.get_ylabel()
-    ('|b| (mixing part)', '|E|_op (orthogonal part)')
+    >>> print(ax.get_xlabel(), '|', ax.get_ylabel())
+    mixing part $\\|b\\|$ | orthogonal part $\\|E\\|_{\\mathrm{op}}$
     """
     import matplotlib.pyplot as plt
 
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 4.5))
+        _, ax = plt.subplots(figsize=(5.2, 4.2), layout="constrained")
     rm = result["map"]
     s, e, gap = rm["s"], rm["e"], float(result["gap"])
     im = ax.pcolormesh(s, e, rm["dyn_drift"], shading="nearest", cmap="magma", vmin=0, vmax=math.sqrt(2))
-    plt.colorbar(im, ax=ax, label="mean_i |x~_i(T) - u1|")
+    cb = plt.colorbar(im, ax=ax)
+    cb.set_label(r"drift $\mathrm{mean}_i\,|\tilde x_i(T) - u_1|$", fontsize=10)
+    cb.ax.tick_params(labelsize=10)
     sl = np.linspace(0, s[-1], 50)
-    ax.plot(sl, gap - 2 * sl, "w-", lw=2, label="(15): gap = 2|b| + |E|")
-    ax.axhline(gap, color="c", ls=":", label="|E| = gap")
+    ax.plot(sl, gap - 2 * sl, "w-", lw=2, label=r"(15): gap $= 2\|b\| + \|E\|$")
+    ax.axhline(gap, color="c", ls=":", lw=2, label=r"$\|E\| =$ gap")
     ax.set_xlim(s[0], s[-1])
     ax.set_ylim(e[0], e[-1])
-    ax.set_xlabel("|b| (mixing part)")
-    ax.set_ylabel("|E|_op (orthogonal part)")
-    ax.set_title("stability-prop33 map: drift, and condition (15)", fontsize=9)
-    ax.legend(fontsize=7, loc="upper right")
+    ax.set_xlabel(r"mixing part $\|b\|$", fontsize=10)
+    ax.set_ylabel(r"orthogonal part $\|E\|_{\mathrm{op}}$", fontsize=10)
+    ax.set_title("Drift of the limit, and condition (15)", fontsize=10)
+    ax.legend(fontsize=10, loc="upper right")
+    ax.tick_params(labelsize=10)
     return ax
 
 

@@ -70,20 +70,23 @@ def plot_remark34_ranks(result: dict[str, Any], ax=None):
     >>> matplotlib.use("Agg")
     >>> ax = plot_remark34_ranks(remark34(ranks=(1,), n=4, t1=40.0, dt=0.2))
     >>> len(ax.get_lines()), ax.get_xlabel()
-    (3, 'rank r of the update')
+    (3, 'rank $r$ of the update')
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS
+
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 4))
+        _, ax = plt.subplots(figsize=(5.2, 3.6), layout="constrained")
     r = result["ranks"]
-    ax.plot(r, result["measured"], "o", ms=8, label="measured (1/n) sum_i |x_i - x~_i|^2 at T")
-    ax.plot(r, result["pred_printed"], "s--", label="eq. (17) as printed")
-    ax.plot(r, result["pred_with_a"], "^:", label="eq. (17) with lambda_1 + a")
-    ax.set_xlabel("rank r of the update")
-    ax.set_ylabel("squared displacement")
-    ax.set_title("Remark 3.4 (stability-remark34)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.plot(r, result["measured"], "o", ms=8, color=COLORS["measured"], label="measured at $T$")
+    ax.plot(r, result["pred_printed"], "s--", color=COLORS["theory"], label="eq. (17) as printed")
+    ax.plot(r, result["pred_with_a"], "^:", color=COLORS["reference"], label=r"eq. (17) with $\lambda_1 + a$")
+    ax.set_xlabel("rank $r$ of the update", fontsize=10)
+    ax.set_ylabel(r"$\frac{1}{n}\sum_i |x_i - \tilde x_i|^2$", fontsize=10)
+    ax.set_title("Squared drift against the rank", fontsize=10)
+    ax.legend(fontsize=10)
+    ax.tick_params(labelsize=10)
     return ax
 
 

@@ -69,16 +69,21 @@ def plot_top_eigvec(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
+    from ...style import COLORS
+
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 4))
+        _, ax = plt.subplots(figsize=(5.2, 3.6), layout="constrained")
     h = result["holds"]
-    ax.scatter(result["size"][~h], result["ratio"][~h], s=3, alpha=0.4, label="(15) fails")
-    ax.scatter(result["size"][h], result["ratio"][h], s=3, alpha=0.4, label="(15) holds")
-    ax.axhline(lora.DAVIS_KAHAN_CONSTANT, color="k", ls=":", label="2 sqrt(2): Davis-Kahan (Yu et al.)")
-    ax.axhline(1.0, color="gray", lw=0.8)
-    ax.set(xscale="log", xlabel="|dV|_op / gap", ylabel="|u1 - u1~| / ((2|b| + |E|)/(gap + a))",
-           title="Lemma C.14 (stability-top-eigvec)")
-    ax.legend(fontsize=7, markerscale=3)
+    ax.scatter(result["size"][~h], result["ratio"][~h], s=3, alpha=0.4, color=COLORS["reference"], label="(15) fails")
+    ax.scatter(result["size"][h], result["ratio"][h], s=3, alpha=0.4, color=COLORS["measured"], label="(15) holds")
+    ax.axhline(lora.DAVIS_KAHAN_CONSTANT, color=COLORS["bound"], ls=":", lw=1.5, label=r"Davis–Kahan, $2\sqrt{2}$")
+    ax.axhline(1.0, color=COLORS["theory"], lw=0.8)
+    ax.set(xscale="log")
+    ax.set_xlabel(r"$\|\Delta V\|_{\mathrm{op}}$ / gap", fontsize=10)
+    ax.set_ylabel(r"$|u_1 - \tilde u_1|$ / right side of (16)", fontsize=10)
+    ax.set_title("Drift of the top eigenvector, relative", fontsize=10)
+    ax.legend(fontsize=10, markerscale=3)
+    ax.tick_params(labelsize=10)
     return ax
 
 
