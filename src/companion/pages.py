@@ -310,9 +310,20 @@ def _text(x: Any) -> str:
     return x if isinstance(x, str) else repr(x)
 
 
-def source_line(name: str, root: Path | str | None = None) -> str:
+def _current_full(name: str, root: Path | str | None) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The stored full-profile (result, provenance) of ``name`` when it verifies and is current, else None."""
+    try:
+        stored = load_from(results_dir(root), name, "full")
+    except (OSError, ValueError):
+        return None
+    return stored if stored is not None and stale(name, "full", stored) is None else None
+
+
+def source_line(name: str, root: Path | str | None = None, stored: Any = False) -> str:
     """Where the figure of ``name`` in the book comes from: its stored paper-scale run (commit, date,
     device, wall time), or the fast profile computed while the page is built when none is current.
+    ``stored``: the pair :func:`_current_full` already returned (None: nothing current), so that a
+    caller that loaded the result does not load it again.
 
     Examples
     --------
@@ -320,11 +331,9 @@ def source_line(name: str, root: Path | str | None = None) -> str:
     >>> source_line("intro-consensus", tempfile.mkdtemp())
     'the fast profile, computed while this page was built (no current paper-scale result is stored)'
     """
-    try:
-        stored = load_from(results_dir(root), name, "full")
-    except (OSError, ValueError):
-        stored = None
-    if stored is None or stale(name, "full", stored) is not None:
+    if stored is False:
+        stored = _current_full(name, root)
+    if stored is None:
         return "the fast profile, computed while this page was built (no current paper-scale result is stored)"
     meta = stored[1]
     wall, _, parts = _parts_times(results_dir(root) / name / "parts")
@@ -358,14 +367,8 @@ def paper_figure(name: str, fallback: Mapping[str, Any] | None = None, root: Pat
     from .registry import get
 
     exp = get(name)
-    full = None
-    try:
-        stored = load_from(results_dir(root), exp.name, "full")
-        if stored is not None and stale(exp.name, "full", stored) is None:
-            full = stored[0]
-    except (OSError, ValueError):
-        full = None
-    result = full if full is not None else dict(fallback) if fallback is not None else exp.run("fast")
+    stored = _current_full(exp.name, root)  # loaded and verified once, for the figure and its source line
+    result = stored[0] if stored is not None else dict(fallback) if fallback is not None else exp.run("fast")
     plt.close("all")
     if exp.plot is not None:
         exp.plot(result)
@@ -377,7 +380,7 @@ def paper_figure(name: str, fallback: Mapping[str, Any] | None = None, root: Pat
         fig = plt.figure(num)
         glue(f"{exp.name}-fig" + (str(i + 1) if i else ""), fig, display=False)
         plt.close(fig)
-    glue(f"{exp.name}-source", source_line(exp.name, root), display=False)
+    glue(f"{exp.name}-source", source_line(exp.name, root, stored), display=False)
     return result
 
 
