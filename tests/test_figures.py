@@ -46,7 +46,7 @@ cf = _load("companion_figures")
 
 
 # --------------------------------------------------------------------------- rendering in-process
-def _render(shift_px: float = 0.0, drop: int | None = None, ylim=(-0.6, 1.2), noise: float = 0.0) -> np.ndarray:
+def _render(shift_px: float = 0.0, drop: int | None = None, ylim=(-0.6, 1.2), noise: float = 0.0, dpi: int | None = None) -> np.ndarray:
     """A chapter-like figure (three series, legend, labels) drawn as the inline backend draws it."""
     import matplotlib
 
@@ -61,7 +61,8 @@ def _render(shift_px: float = 0.0, drop: int | None = None, ylim=(-0.6, 1.2), no
     with matplotlib.rc_context(rc):
         fig, ax = plt.subplots(figsize=(6, 4))
         # Moves series 0 by exactly shift_px pixels (an offset in inches times the dpi).
-        up = mt.offset_copy(ax.transData, fig, y=shift_px / fig.dpi, units="inches")
+        dots = dpi or fig.dpi  # the resolution the PNG is drawn at (retina: twice the figure's dpi)
+        up = mt.offset_copy(ax.transData, fig, y=shift_px / dots, units="inches")
         for i, y in enumerate(ys):
             if i != drop:
                 ax.plot(t, y * (1 + noise * rng.standard_normal(y.shape)), label=f"series {i}",
@@ -70,7 +71,7 @@ def _render(shift_px: float = 0.0, drop: int | None = None, ylim=(-0.6, 1.2), no
         ax.set_xlabel("t")
         ax.legend(loc="upper right")
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", bbox_inches="tight")  # the inline backend's print_figure
+        fig.savefig(buf, format="png", bbox_inches="tight", **({"dpi": dpi} if dpi else {}))  # the inline backend's print_figure
         plt.close(fig)
     return cf.decode(buf.getvalue())
 
@@ -110,6 +111,22 @@ def test_float_noise_passes(reference):
     # 1e-12 of a unit-scale series is 4e-10 px on this 400 px axis: at most a level or two of
     # antialiasing, nowhere near the 64/255 that counts a pixel as changed.
     assert result.passed and result.changed == 0 and result.max_diff <= 4, result.describe()
+
+
+def test_tolerance_holds_at_retina_resolution():
+    """The chapters draw PNGs at twice the figure's dpi (companion.pages.book_figures, IPython's
+    retina format). Re-measured there: the same boundaries in device pixels (0.25 px passes, 0.3 px
+    fails with ~770 pixels changed), a dropped series or a changed axis limit fails, 1e-12 noise
+    changes no pixel. In CSS pixels the tolerance is therefore twice as strict as at 100 dpi."""
+    ref = _render(dpi=200)
+    assert ref.shape[0] > 700, "not drawn at 200 dpi"
+    assert cf.compare(ref, _render(shift_px=0.25, dpi=200)).passed
+    moved = cf.compare(ref, _render(shift_px=0.3, dpi=200))
+    assert not moved.passed and moved.changed > 10 * moved.tolerance.pixels, moved.describe()
+    assert not cf.compare(ref, _render(drop=1, dpi=200)).passed
+    assert not cf.compare(ref, _render(ylim=(-0.5, 1.2), dpi=200)).passed
+    noise = cf.compare(ref, _render(noise=1e-12, dpi=200))
+    assert noise.passed and noise.changed == 0, noise.describe()
 
 
 def test_size_change_is_reported():

@@ -123,9 +123,13 @@ def test_assembled_ledger_is_current_and_valid():
 def test_toc_lists_the_chapters_present(pipeline):
     toc = ROOT / "book" / "_toc.yml"
     assert toc.read_text() == pipeline.toc_text(), "book/_toc.yml is stale: run `make toc`"
-    files = [e["file"] for e in yaml.safe_load(toc.read_text())["chapters"]]
+    parts = yaml.safe_load(toc.read_text())["parts"]
+    files = [e["file"] for part in parts for e in part["chapters"]]
     assert sorted(f for f in files if f.startswith("chapters/")) == sorted(f"chapters/{p.stem}" for p in MD)
-    assert files[-1] == "api"
+    assert files[0] == "chapters/introduction" and files[-1] == "api"
+    # grouped by paper: each paper's part holds only chapters that check that paper
+    captions = [p["caption"] for p in parts]
+    assert [c[:7] for c in captions if c.startswith("Paper ")] == ["Paper A", "Paper B", "Paper C", "Paper D"]
 
 
 def test_api_page_lists_every_public_module(pipeline):
@@ -140,7 +144,11 @@ def test_toc_order_and_missing_chapters(pipeline, tmp_path):
     for s in ("status", "claims", "zeta_extra", "metastable", "introduction"):
         (tmp_path / f"{s}.md").write_text("# x\n")
     assert pipeline.chapter_slugs(tmp_path) == ["introduction", "metastable", "zeta_extra", "claims", "status"]
-    assert "chapters/stability" not in pipeline.toc_text(tmp_path)  # listed in ORDER, absent: left out
+    toc = pipeline.toc_text(tmp_path)
+    assert "chapters/stability" not in toc  # listed in ORDER, absent: left out
+    parts = {p["caption"]: [e["file"] for e in p["chapters"]] for p in yaml.safe_load(toc)["parts"]}
+    assert parts["Other chapters"] == ["chapters/zeta_extra"]  # a chapter no part names still appears
+    assert "Paper A: LoRA forgetting" not in parts  # a part with none of its chapters present is left out
 
 
 def test_cache_guard_wipes_on_source_change(pipeline, tmp_path):

@@ -160,8 +160,10 @@ MEASURE = r"""
         m.overflow.push({what: e.tagName.toLowerCase() + "." + (e.className || "").toString().slice(0, 40),
                          beyond: r.right > col.right + 1, math: e.tagName.toLowerCase() === "mjx-container"});
     });
+    m.searches = Array.from(document.querySelectorAll(".search-button-field, .bd-search input")).filter(shown).length;
     const walker = document.createTreeWalker(art, NodeFilter.SHOW_TEXT);
-    const skip = "code, pre, script, style, mjx-container, .highlight, .cell_input, .cell_output, .pasted-text";
+    // Prose, and the HTML a cell shows (verdict boxes, ledger tables): not code, not printed text.
+    const skip = "code, pre, script, style, mjx-container, .highlight, .cell_input, .output.stream, .output.text_plain, .pasted-text";
     while (walker.nextNode()) {
       const t = walker.currentNode;
       if (!t.parentElement || t.parentElement.closest(skip)) continue;
@@ -203,6 +205,8 @@ def _reader_problems(slug: str, m: dict, paper_chapter: bool) -> list[str]:
         out.append(f"{m['merror']} MathJax errors")
     if m["tex"]:
         out.append(f"raw TeX in prose: {m['tex'][:3]}")
+    if m.get("searches", 1) > 1 or (m["width"] >= 1400 and m.get("searches", 1) < 1):
+        out.append(f"{m['searches']} search boxes shown (one at 1400 px, at most one on a phone)")
     # At 1400 px nothing may be wider than the column or scroll sideways; on a phone (420 px) a long
     # displayed equation may scroll inside its own box, but nothing may stick out of the column.
     wide = [o["what"] for o in m["overflow"] if m["width"] >= 1400 or o["beyond"] or not o["math"]]
@@ -240,16 +244,16 @@ def test_chapter_reads_well(slug, width, chromium, html_dir, tmp_path):
 
 def test_reader_problems_are_found():
     """The page checks can fail: each defect, measured on a made-up page, is reported."""
-    good = {"merror": 0, "tex": [], "overflow": [{"what": "mjx-container.", "beyond": False, "math": True}], "code_cells": 0, "code": 0, "raw": 50, "height": 5000, "width": 1400,
+    good = {"merror": 0, "tex": [], "searches": 1, "overflow": [{"what": "mjx-container.", "beyond": False, "math": True}], "code_cells": 0, "code": 0, "raw": 50, "height": 5000, "width": 1400,
             "figures": [{"numbered": True, "alt": "tokens on the sphere", "src": "_images/a.png", "top": 400}]}
     assert _reader_problems("x", {**good, "width": 420}, True) == []  # an equation scrolling in its box, on a phone
     assert "wider than the column" in " ".join(_reader_problems("x", good, True))  # not at 1400 px
     good["overflow"] = []
     assert _reader_problems("x", good, True) == []
-    bad = {"merror": 1, "tex": [r"\mathbb E"], "overflow": [{"what": "pre.", "beyond": True, "math": False}], "code_cells": 2, "code": 800, "raw": 400,
+    bad = {"merror": 1, "tex": [r"\mathbb E"], "searches": 2, "overflow": [{"what": "pre.", "beyond": True, "math": False}], "code_cells": 2, "code": 800, "raw": 400,
            "height": 5000, "width": 1400, "figures": [{"numbered": False, "alt": "../_images/a.png", "src": "_images/a.png",
                                                        "top": 2500}]}
     found = " ".join(_reader_problems("x", bad, True))
-    for word in ("MathJax", "raw TeX", "wider than the column", "numbered caption", "alt text", "code cells",
+    for word in ("MathJax", "raw TeX", "search boxes", "wider than the column", "numbered caption", "alt text", "code cells",
                  "of the page", "first figure"):
         assert word in found, word

@@ -14,7 +14,10 @@ What the default (``level=64``, ``pixels=24``) lets through, measured on a 6 x 4
 400 pixels change and it fails, as do a series dropped or an axis limit changed. Markers snap to
 whole pixels: one that jumps a pixel changes 11-22 pixels, so one or two may. Noise of 1e-12 in
 the data changes no pixel by more than 2 levels, and the chapters re-executed with one thread
-instead of two drew every figure identically.
+instead of two drew every figure identically. The chapters draw at twice that resolution (retina,
+:func:`companion.pages.book_figures`); re-measured there, the boundaries are the same in device
+pixels (0.25 passes, 0.3 fails with about 770 pixels changed), so in CSS pixels the tolerance is
+twice as strict, and a marker that jumps one device pixel (about 44-88 pixels) fails.
 
 The rendering settings that drew the references are pinned in ``book/_scripts/matplotlibrc``;
 :func:`use_book_rendering` points ``MATPLOTLIBRC`` at it in every process that starts a chapter's kernel.

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Sequence
 from .provenance import atomic_write_text, repo_root
 
 __all__ = ["Claim", "Verdict", "verdict", "worst", "best", "graded", "within", "NOT_CHECKABLE", "STATUSES", "PAPERS", "record", "assemble", "load", "format_claims",
-           "QUESTION_STATUSES", "QUESTION_PREFIX", "answer", "is_question"]
+           "QUESTION_STATUSES", "QUESTION_PREFIX", "answer", "is_question", "EDGE_MARGIN", "at_edge"]
 
 STATUSES = ("reproduced", "partly", "not-reproduced", "not-checkable")
 # Open questions (not a paper's claim): the answer a measurement gives, and the id prefix marking such rows.
@@ -151,6 +151,26 @@ def verdict(value: Any, reproduced: float | None = None, *, partly: float | None
         raise ValueError(f"verdict: scale must be > 0, got {scale}")
     margin = min(abs(v - t) for t in thresholds) / unit
     return Verdict(status, float(f"{margin:.2g}"))  # two digits: a margin is read, not compared
+
+
+# A verdict is "at the edge" when its margin is below this: a fifth of the tolerance (a change of seed,
+# trial count or tolerance of that size would move it to the next verdict), so the page says so.
+EDGE_MARGIN = 0.2
+
+
+def at_edge(row: Any) -> bool:
+    """Whether a ledger row (a :class:`Claim` or its dict) or a :class:`Verdict` sits at the edge of its
+    verdict: a margin below :data:`EDGE_MARGIN` (a yes/no check or a not-checkable row has no margin).
+
+    Examples
+    --------
+    >>> at_edge(verdict(0.95, 1.0)), at_edge(verdict(0.5, 1.0)), at_edge(verdict(True))
+    (True, False, False)
+    >>> at_edge({"margin": 0.0, "status": "reproduced"}), at_edge({"margin": None})
+    (True, False)
+    """
+    margin = row.get("margin") if isinstance(row, dict) else getattr(row, "margin", None)
+    return margin is not None and math.isfinite(float(margin)) and abs(float(margin)) < EDGE_MARGIN
 
 
 _SEVERITY = {"reproduced": 0, "partly": 1, "not-reproduced": 2, "not-checkable": 3,
@@ -307,12 +327,15 @@ def format_claims(rows: Sequence[dict[str, Any]]) -> str:
     ...             expected="<= 1", tolerance=1.0, uncertainty=0.05, profile="fast").as_dict()
     >>> print(format_claims([row]))
     [    reproduced] X-1: measured 0.5 ± 0.05 vs expected '<= 1' (tol 1.0; margin 0.5; fast)
+    >>> print(format_claims([dict(row, measured=0.9, margin=0.1)]))
+    [    reproduced] X-1: measured 0.9 ± 0.05 vs expected '<= 1' (tol 1.0; margin 0.1 (at the edge); fast)
     """
     lines = []
     for r in rows:
         u = r.get("uncertainty")
         unc = "" if u is None else (f" ({u})" if isinstance(u, str) else f" ± {u!r}")  # a spread, or words saying what it is
-        extra = "".join(f"; {x}" for x in ((f"margin {r['margin']!r}" if r.get("margin") is not None else ""), r.get("profile") or "") if x)
+        margin = f"margin {r['margin']!r}" + (" (at the edge)" if at_edge(r) else "") if r.get("margin") is not None else ""
+        extra = "".join(f"; {x}" for x in (margin, r.get("profile") or "") if x)
         lines.append(f"[{r['status']:>14}] {r['id']}: measured {r['measured']!r}{unc} vs expected {r['expected']!r} "
                      f"(tol {r['tolerance']!r}{extra})")
     return "\n".join(lines)
