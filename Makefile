@@ -168,8 +168,9 @@ gpu-check: $(GPU_DEPS)
 gpu-experiments: $(GPU_DEPS)
 	PYTHONPATH=src$${PYTHONPATH:+:$$PYTHONPATH} $(PY) bench/gpu_experiments.py --skip-chapter llm_probes $(GPU_EXPERIMENTS_ARGS)
 
-# full: every experiment's full profile not stored yet under data/results, one process each, within
-# FULL_BUDGET minutes (resumable: call again to continue). gpu-full: the same on a CUDA machine without
+# full: every experiment's full profile not stored yet under data/results, or stored but stale (computed
+# with another config, or by code that changed since: companion.store.stale_reason, code_status), one
+# process each, within FULL_BUDGET minutes (resumable: call again to continue). gpu-full: the same on a CUDA machine without
 # the LLM chapter (its model does not travel), into $(OUT)/results, packed as at most 8 files of 16 MB
 # in $(OUT) for the trip back; store-gpu PACKS="..." verifies and stores them under data/results.
 FULL_BUDGET ?= 600

@@ -105,8 +105,10 @@ def test_load_run_and_figure_sources(registered, tmp_path, monkeypatch):
     # A result assembled from parts (one LoRA run each) costs its parts' time, not the assembly's.
     parts = tmp_path / "data" / "results" / NAME / "parts"
     parts.mkdir()
-    for k, (wall, cpu) in enumerate([(100.0, 90.0), (200.0, 150.0)]):
-        (parts / f"p{k}.json").write_text(json.dumps({"wall_time_s": wall, "cpu_time_s": cpu}))
+    from companion.provenance import save_result
+
+    for k, (wall, cpu) in enumerate([(100.0, 90.0), (200.0, 150.0)]):  # read through the verified loader
+        save_result(parts / f"p{k}", {"x": np.arange(2)}, wall_time_s=wall, cpu_time_s=cpu)
     with_parts = next(r for r in figure_sources("fast") if r["experiment"] == NAME)
     assert with_parts["parts"] == 2
     assert with_parts["full_s"] == pytest.approx(row["full_s"] + 300.0)

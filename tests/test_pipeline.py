@@ -243,3 +243,23 @@ def test_docstring_escaping_keeps_literals_and_code(book_ext):
     out = ext.escape_plain_math(lines)
     assert out[0] == r"Bound \|x - y\| <= c_i1 with n\_+ tokens and ``|z|``, :math:`|w|`."
     assert out[3] == "    |kept| n_" and out[4] == r"back to prose \|a\|" and out[5:] == lines[5:]
+
+
+def test_scorecard_counts_and_links(pipeline, tmp_path):
+    """The landing page's scorecard: per-paper counts, the verdicts at the edge, every not-reproduced
+    row linked to its section (or its chapter where no section carries the label)."""
+    rows = [{"id": "A-1", "paper": "A", "where": "Thm. 1", "statement": "s1", "status": "reproduced", "margin": 0.5,
+             "chapter": "ch", "experiment": "e1"},
+            {"id": "A-2", "paper": "A", "where": "Thm. 2", "statement": "s2", "status": "not-reproduced", "margin": 0.1,
+             "chapter": "ch", "experiment": "e2"},
+            {"id": "B-1", "paper": "B", "where": "Fig. 3", "statement": "s3", "status": "not-reproduced", "margin": None,
+             "chapter": "other", "experiment": "e3"}]
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "claims.json").write_text(json.dumps(rows))
+    chapters = tmp_path / "chapters"
+    chapters.mkdir()
+    (chapters / "ch.md").write_text("(sec-e2)=\n## x\n")
+    text = pipeline.scorecard_text(tmp_path, chapters)
+    assert "| 1 | 0 | 1 | 0 |" in text  # paper A: 1 reproduced, 1 not reproduced
+    assert "1 of the 2 verdicts with a margin sit **at the edge**" in text
+    assert "{ref}`Thm. 2 <sec-e2>`: s2" in text and "Fig. 3 ({doc}`chapters/other`): s3" in text

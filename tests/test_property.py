@@ -278,3 +278,139 @@ def test_draws_are_finite_or_refuse_clearly(data):
         assert out.dtype == dtype and bool(torch.isfinite(out).all()), f"{which}: {out}"
         if which in ("uniform_sphere", "cone", "near_point", "fibonacci_sphere"):  # near_point: sphere=True
             assert bool(((out.norm(dim=-1) - 1).abs() < 1e-4).all()), f"{which}: tokens off the sphere"
+
+
+# ----------------------------------------------------------------------------- command line and loaders
+# (issue 31: the command line's parameter parsing and the stored-result loaders, under the same rule:
+# a value, or the package's own clear refusal; never a traceback from inside, never a hang)
+
+# what a user types after KEY=: numbers at and beyond their limits, JSON of every kind, plain text
+CLI_VALUES = st.one_of(
+    st.integers(-10, 10**4).map(str),
+    st.integers(min_value=2**62, max_value=2**80).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "-1e400", "9" * 4000, "true", "null", "[]", "[1, 2]",
+                     "[1e400]", "{}", '{"a": 1}', '"x"', "", "0x10", "1_000", " 3", "64 ", "2.5", "-0"]),
+    st.text(max_size=12),
+)
+
+
+@hypothesis.given(st.sampled_from(["n", "t1", "beta", "seed", "lambdas", "nope"]), CLI_VALUES)
+def test_param_parsing_is_a_value_or_a_one_line_refusal(key, text):
+    """``run EXPERIMENT --param KEY=VALUE`` up to the point where the run would start (what _cmd_run
+    checks before running): either a configuration of finite numbers and int64 integers, counts >= 1,
+    or exit status 2 with the package's message (argparse's, or a UsageError naming the parameter)."""
+    from companion import __main__ as cli
+    from companion.registry import get
+
+    parser = cli.build_parser()
+    try:
+        args = parser.parse_args(["run", "intro-consensus", "--param", f"{key}={text}"])
+    except SystemExit as e:
+        assert e.code == 2
+        return
+    params = dict(args.param)
+    exp = get("intro-consensus")
+    try:
+        cfg = cli._checked(exp.configure, args.profile, **params)
+        cli._check_counts(exp, params)
+    except cli.UsageError as e:
+        assert key in str(e) or "parameter" in str(e), str(e)
+        return
+    value = getattr(cfg, key)
+    for v in value if isinstance(value, tuple) else (value,):
+        if isinstance(v, float):
+            assert math.isfinite(v), (key, text, v)
+        if isinstance(v, int) and not isinstance(v, bool):
+            assert abs(v) < 2**63, (key, text, v)
+    if key == "n":
+        assert value >= 1
+
+
+@hypothesis.given(st.lists(CLI_VALUES, min_size=1, max_size=4).map(",".join) | st.sampled_from(["0:3", "-2:2", "5:1", "0:99999999999"]))
+def test_grid_axis_is_distinct_scalars_or_a_refusal(text):
+    """``--grid KEY=...``: distinct JSON scalars that name a point file, or argparse's refusal."""
+    import argparse
+
+    from companion.__main__ import parse_axis
+    from companion.sweep import point_key
+
+    try:
+        key, values = parse_axis(f"x={text}")
+    except argparse.ArgumentTypeError as e:
+        assert "--grid" in str(e) or "finite" in str(e) or "range" in str(e), str(e)
+        return
+    assert key == "x" and values
+    for v in values:
+        assert v is None or isinstance(v, (str, int, float, bool)), v
+        assert not isinstance(v, float) or math.isfinite(v)
+        point_key({"x": v})  # every value names a point
+    assert len({(type(v), v) for v in values}) == len(values)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@pytest.fixture(scope="module")
+def stored_result(tmp_path_factory):
+    """One small stored full-profile result (intro-consensus, 4 tokens), to damage copies of."""
+    from companion.runner import run_experiment
+
+    out = tmp_path_factory.mktemp("stored")
+    run_experiment("intro-consensus", "full", out=out, params={"n": 4, "t1": 0.5})
+    return out
+
+
+def _load_outcome(folder):
+    from companion import pages
+    from companion.store import load_from, stale
+
+    try:
+        stored = load_from(folder, "intro-consensus", "full")
+    except (ValueError, FileNotFoundError) as e:  # ResultError is a ValueError
+        assert str(folder) in str(e) or "profile" in str(e), str(e)
+        return None
+    if stored is not None:
+        stale("intro-consensus", "full", stored)
+        pages._stored_line("intro-consensus", "full", stored[1], folder.parent.parent)
+    return stored
+
+
+@hypothesis.given(kind=st.sampled_from(["bytes", "json", "fields", "figures"]), data=st.data())
+def test_loaders_refuse_damaged_provenance_clearly(stored_result, tmp_path_factory, kind, data):
+    """A damaged, crafted or foreign provenance JSON: the verified loader either loads a result that is
+    the stored one (its own files) or raises its own error naming the file; never another exception."""
+    import json as _json
+    import shutil
+
+    from companion.provenance import sha256_file
+
+    root = tmp_path_factory.mktemp("damaged")
+    shutil.copytree(stored_result, root / "data" / "results")
+    folder = root / "data" / "results"
+    meta_path = folder / "intro-consensus" / "full.json"
+    meta = _json.loads(meta_path.read_text())
+    if kind == "bytes":
+        meta_path.write_bytes(data.draw(st.binary(max_size=64)))
+    elif kind == "json":
+        meta_path.write_text(_json.dumps(data.draw(JSON)))
+    elif kind == "fields":
+        for k in data.draw(st.lists(st.sampled_from(sorted(meta)), max_size=4)):
+            meta[k] = data.draw(JSON)
+        meta_path.write_text(_json.dumps(meta))
+    else:  # figure names of every kind, hashed so that only the name can be wrong
+        outside = root / "outside.png"
+        outside.write_bytes(b"x")
+        names = data.draw(st.lists(st.sampled_from(["full.png", str(outside), "../outside.png", "", ".", "..",
+                                                    "a/b.png", "full.npz", "fast.png"]) | st.text(max_size=6), max_size=3))
+        meta["figures"] = names
+        meta["sha256"]["figures"] = {n: sha256_file(outside) for n in names}
+        meta_path.write_text(_json.dumps(meta))
+    stored = outcome(lambda: _load_outcome(folder), (str(folder), "profile"), allowed=(ValueError, FileNotFoundError))
+    if stored is not None:
+        for name in stored[1].get("figures") or []:
+            assert "/" not in name and name not in ("", ".", ".."), name

@@ -132,6 +132,12 @@ def scorecard_text(root: Path = ROOT, chapters: Path = CHAPTERS) -> str:
         out.append(f"| **{paper}**: {name} {{cite:p}}`{key}` | " + " | ".join(str(sum(r["status"] == s for r in mine)) for s in statuses) + " |")
     total = {s: sum(r["status"] == s for r in rows) for s in statuses}
     out.append("| **all papers** | " + " | ".join(f"**{total[s]}**" for s in statuses) + " |")
+    from companion.ledger import EDGE_MARGIN, at_edge
+
+    edge = [r for r in rows if at_edge(r)]
+    out += ["", f"{len(edge)} of the {sum(r.get('margin') is not None for r in rows)} verdicts with a margin sit **at the edge** "
+            f"(margin below {EDGE_MARGIN}: a small change of seed or tolerance would move them); "
+            "{doc}`chapters/claims` marks each."]
     bad = [r for r in rows if r["status"] == "not-reproduced"]
     if bad:
         out += ["", f"**Not reproduced** ({len(bad)}):", ""]

@@ -17,8 +17,8 @@ sweep point, saves the assembled result as ``run`` does.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -42,18 +42,53 @@ def _checked(fn, *a, **kw):
         raise UsageError(str(e)) from e
 
 
+# Integers the command line accepts: what a torch int64 (sizes, seeds) holds.
+_INT_LIMIT = 2**63 - 1
+
+
+def _non_finite(text: str) -> Any:
+    raise argparse.ArgumentTypeError(f"{text} is not a finite number")
+
+
+def _check_number(v: Any, text: str) -> Any:
+    """``v`` when every number in it is finite and every integer fits in int64, else ArgumentTypeError."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, float) and not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number (it overflows a float)")
+    if isinstance(v, int) and abs(v) > _INT_LIMIT:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}{'...' if len(text) > 40 else ''} is out of range: integers "
+                                         f"must lie within +-(2**63 - 1)")
+    if isinstance(v, list):
+        for x in v:
+            _check_number(x, text)
+    if isinstance(v, dict):
+        raise argparse.ArgumentTypeError(f"{text!r}: a JSON object is not a parameter value")
+    return v
+
+
 def parse_value(text: str) -> Any:
     """A command-line value: JSON when it parses (numbers, true/false, null, lists), else the text.
+
+    Numbers must be finite (``NaN``, ``Infinity``, ``1e400`` are refused) and integers must fit in
+    int64; a refusal is an :class:`argparse.ArgumentTypeError` (a one-line usage error, exit 2).
 
     Examples
     --------
     >>> parse_value("3"), parse_value("2.5"), parse_value("true"), parse_value("usa")
     (3, 2.5, True, 'usa')
+    >>> parse_value("1e400")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: '1e400' is not a finite number (it overflows a float)
     """
     try:
-        return json.loads(text)
+        v = json.loads(text, parse_constant=_non_finite)
     except json.JSONDecodeError:
         return text
+    except ValueError as e:  # an integer longer than Python converts (sys.get_int_max_str_digits)
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}...: {e}") from None
+    return _check_number(v, text)
 
 
 def _key_value(text: str, what: str) -> tuple[str, str]:
@@ -74,17 +109,42 @@ def parse_axis(text: str) -> tuple[str, list[Any]]:
     key, value = _key_value(text, "--grid")
     parts = value.split(":")
     if len(parts) == 2 and all(p.strip().lstrip("-").isdigit() for p in parts):
-        values: list[Any] = list(range(int(parts[0]), int(parts[1])))
+        a, b = (_check_number(int(p), p) for p in parts)
+        if b - a > 10**6:
+            raise argparse.ArgumentTypeError(f"--grid {key}={value}: {b - a} points; at most 10**6 on one axis")
+        values: list[Any] = list(range(a, b))
     else:
-        values = [parse_value(v) for v in value.split(",") if v != ""]
+        try:
+            values = [parse_value(v) for v in value.split(",") if v != ""]
+        except argparse.ArgumentTypeError as e:
+            raise argparse.ArgumentTypeError(f"--grid {key}=...: {e}") from None
     if not values:
         raise argparse.ArgumentTypeError(f"--grid {key}= has no values")
+    for v in values:
+        if isinstance(v, list):
+            raise argparse.ArgumentTypeError(f"--grid {key}=...: {v!r} is a list; give the values of the axis "
+                                             "separated by commas (KEY=V1,V2)")
+    seen = []
+    for v in values:
+        if any(type(v) is type(w) and v == w for w in seen):
+            raise argparse.ArgumentTypeError(f"--grid {key}=...: the value {v!r} is given twice; each point is computed once")
+        seen.append(v)
     return key, values
+
+
+def _out_dir(text: str) -> Path:
+    """``--out``: a folder name (an empty one would write into the current folder unasked)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("--out must name a folder, got an empty string (use --out . for this folder)")
+    return Path(text)
 
 
 def _param(text: str) -> tuple[str, Any]:
     key, value = _key_value(text, "--param")
-    return key, parse_value(value)
+    try:
+        return key, parse_value(value)
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(f"--param {key}=...: {e}") from None
 
 
 def _experiments_epilog() -> str:
@@ -135,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--profile", choices=("fast", "full"), default="fast", help="fast (CI scale) or full (paper scale, meant for a GPU)")
         p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (default cpu)")
-        p.add_argument("--out", type=Path, default=None, help="results folder (default data/results)")
+        p.add_argument("--out", type=_out_dir, default=None, help="results folder (default data/results)")
 
     run = sub.add_parser("run", help="run experiments, save result + figure + provenance", epilog=epilog, formatter_class=fmt)
     run.add_argument("names", nargs="*", metavar="EXPERIMENT")
@@ -157,8 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--no-figure", action="store_true", help="skip the figure of the assembled result")
     common(sw)
 
-    full = sub.add_parser("full", help="run every experiment's profile that is not stored yet, within a time budget",
-                          description="Each experiment not yet stored (verified) under OUT runs in its own process with "
+    full = sub.add_parser("full", help="run every experiment's profile that is not stored yet, or stale, within a time budget",
+                          description="Each experiment not yet stored (verified) under OUT, or stored with another config "
+                                      "or by code that changed since, runs in its own process with "
                                       "the budget left as its timeout; call again to continue. --profile defaults to full.")
     full.add_argument("names", nargs="*", metavar="EXPERIMENT", help="default: every registered experiment")
     full.add_argument("--budget", type=float, default=12.0, help="minutes for the whole call (default 12)")
@@ -174,8 +235,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     store = sub.add_parser("store", help="verify and store results packed by `pack` under data/results (or --out)")
     store.add_argument("packs", nargs="+", type=Path)
-    store.add_argument("--out", type=Path, default=None, help="results folder (default data/results)")
+    store.add_argument("--out", type=_out_dir, default=None, help="results folder (default data/results)")
     return parser
+
+
+def _check_counts(exp, overrides: dict[str, Any], flag: str = "--param") -> None:
+    """An integer parameter that is >= 1 in every profile counts something (tokens, trials, steps):
+    an override below 1 is refused here, before the run, rather than deep inside it."""
+    values = exp.parameters()
+    for key, v in overrides.items():
+        profiles = list((values.get(key) or {}).values())
+        ints = [x for x in profiles if isinstance(x, int) and not isinstance(x, bool)]
+        if (isinstance(v, int) and not isinstance(v, bool) and v < 1 and profiles and len(ints) == len(profiles)
+                and min(ints) >= 1):
+            raise UsageError(f"{flag} {key}={v}: {key} counts something (the profiles have "
+                             f"{', '.join(map(str, dict.fromkeys(ints)))}) and must be an integer >= 1")
+
+
+def _check_out(out: Path | None) -> None:
+    """The results folder is writable (created if missing), before anything is computed."""
+    from .store import check_writable, results_dir
+
+    _checked(check_writable, out if out is not None else results_dir())
 
 
 def _cmd_list() -> int:
@@ -210,7 +291,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for n in names:  # unknown names, parameters and devices fail before anything runs
         exp = _checked(get, n)
         _checked(exp.configure, args.profile, **params)
+        _check_counts(exp, params)
     _checked(resolve_device, args.device)
+    _check_out(args.out)
     failed: list[str] = []
     times: dict[str, float] = {}
     t_all = time.perf_counter()
@@ -255,6 +338,9 @@ def _check_grid(exp, axes: dict[str, list[Any]]) -> None:
     import inspect
 
     target, what = _sweep_target(exp)
+    for key, values in axes.items():
+        for v in values:
+            _check_counts(exp, {key: v}, "--grid")
     if exp.point is None:  # the whole experiment: the grid overrides its config
         for key, values in axes.items():
             for v in values:
@@ -285,6 +371,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             raise UsageError(f"--grid {reserved}=...: use --{reserved} instead")
     if args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    _check_out(args.out)
     if axes:
         _check_grid(exp, axes)
         grid = product_grid(**axes)
@@ -312,8 +399,9 @@ def _cmd_full(args: argparse.Namespace) -> int:
     for n in names:
         _checked(get, n)
     device = _checked(resolve_device, args.device)
-    if args.budget <= 0:
-        raise UsageError(f"--budget must be > 0 minutes, got {args.budget}")
+    if not args.budget > 0 or not math.isfinite(args.budget):
+        raise UsageError(f"--budget must be > 0 minutes (and finite), got {args.budget}")
+    _check_out(args.out)
     t0 = time.perf_counter()
     rows = run_profiles(names, args.profile, device, out=args.out, budget_s=60 * args.budget, log=lambda s: print(s, flush=True))
     counts = {k: sum(r["status"] == k for r in rows) for k in ("stored", "ran", "failed", "timeout", "not started")}

@@ -51,11 +51,24 @@ def _sizes(trials: int, n: int, d: int) -> tuple[int, int, int]:
     return tuple(out)  # type: ignore[return-value]
 
 
+def _device(device) -> torch.device:
+    """``device`` as a torch.device this build can use (CUDA asked of a CPU-only build refused here,
+    naming the argument, not by torch's AssertionError at the first allocation)."""
+    from .gpu import resolve_device
+
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"device must be a str or torch.device, got {type(device).__name__} {device!r}")
+    try:
+        return torch.device(resolve_device(str(torch.device(device))))
+    except (ValueError, RuntimeError) as e:
+        raise ValueError(f"device: {e}") from None
+
+
 def _devices(device, generator) -> tuple[torch.device, torch.device]:
     """(where to draw, where to return): draws follow the generator, the result goes to ``device``."""
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
-    target = torch.device(device) if device is not None else None
+    target = _device(device) if device is not None else None
     draw = generator.device if generator is not None else (target or torch.device("cpu"))
     return draw, (target or draw)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .provenance import repo_root
-from .store import load_from, load_run, results_dir, stale
+from .store import code_status, load_from, load_run, results_dir, stale
 
 __all__ = ["show_stored", "stored_full", "show_full", "figure_sources", "chapter_times", "machine", "source_line",
            "paper_figure", "verdict_box", "numbers_table", "ledger_table", "book_figures", "count_line", "section_link",
@@ -34,7 +34,7 @@ def show_stored(name: str, profile: str = "full", root: Path | str | None = None
     True
     >>> _ = run_experiment("intro-consensus", "full", out=results_dir(root), params={"n": 4, "t1": 1.0}, figure=False)
     >>> result = show_stored("intro-consensus", root=root)  # doctest: +ELLIPSIS
-    stored full profile: commit ..., device cpu, ... s
+    stored full profile: commit ..., device cpu, ... s; code current
     >>> result["p_sim"].shape
     (21, 3)
     """
@@ -43,7 +43,7 @@ def show_stored(name: str, profile: str = "full", root: Path | str | None = None
         print(f"no stored {profile}-profile result; run: python -m companion run {name} --profile {profile}")
         return None
     result, meta = stored
-    print(_stored_line(name, profile, meta, root))
+    print(_stored_line(name, profile, meta, root) + "; code " + code_status(name, meta).removeprefix("code "))
     return result
 
 
@@ -51,10 +51,22 @@ def show_stored(name: str, profile: str = "full", root: Path | str | None = None
 def _stored_line(name: str, profile: str, meta: Mapping[str, Any], root: Path | str | None) -> str:
     """Where a stored result comes from: commit, date, device and run time (its parts' included)."""
     wall, _, parts = _parts_times(results_dir(root) / name / "parts")
-    took = (f"{meta['wall_time_s'] + wall:.0f} s ({parts} parts, {wall:.0f} s, then assembled)" if parts
-            else f"{meta['wall_time_s']:.0f} s")
-    return (f"stored {profile} profile: commit {(meta.get('commit') or '?')[:10]}, {meta.get('created', '?')[:10]}, "
-            f"device {meta['config']['device']}, {took}")
+    own = _seconds(meta)
+    took = ("? s (no wall time recorded)" if own is None else
+            f"{own + wall:.0f} s ({parts} parts, {wall:.0f} s, then assembled)" if parts else f"{own:.0f} s")
+    return (f"stored {profile} profile: commit {str(meta.get('commit') or '?')[:10]}, {str(meta.get('created', '?'))[:10]}, "
+            f"device {_device(meta)}, {took}")
+
+
+def _seconds(meta: Mapping[str, Any], key: str = "wall_time_s") -> float | None:
+    """A time a provenance records (s), None when it records none (or not a number)."""
+    v = meta.get(key)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _device(meta: Mapping[str, Any]) -> str:
+    config = meta.get("config")
+    return str(config.get("device", "?")) if isinstance(config, Mapping) else "?"
 
 
 
@@ -72,7 +84,7 @@ def stored_full(name: str, root: Path | str | None = None) -> dict[str, Any] | N
     True
     >>> _ = run_experiment("intro-consensus", "full", out=results_dir(root), figure=False)
     >>> stored_full("intro-consensus", root)["profile"]  # doctest: +ELLIPSIS
-    intro-consensus: stored full profile: commit ..., device cpu, ... s
+    intro-consensus: stored full profile: commit ..., device cpu, ... s; code current
     'full'
     """
     try:
@@ -86,7 +98,7 @@ def stored_full(name: str, root: Path | str | None = None) -> dict[str, Any] | N
                              if reason == "nothing stored" else f"stored full-profile result not used: {reason}"))
         return None
     result, meta = stored
-    print(f"{name}: " + _stored_line(name, "full", meta, root))
+    print(f"{name}: " + _stored_line(name, "full", meta, root) + "; code " + code_status(name, meta).removeprefix("code "))
     return result
 
 
@@ -114,7 +126,7 @@ def show_full(result: Mapping[str, Any], root: Path | str | None = None, *, draw
     'custom'
     >>> _ = run_experiment("intro-consensus", "full", out=results_dir(root), figure=False)
     >>> full = show_full(fast, root, draw=False)  # doctest: +ELLIPSIS
-    intro-consensus: stored full profile: commit ..., device cpu, ... s
+    intro-consensus: stored full profile: commit ..., device cpu, ... s; code current
     >>> full["profile"], full["p_sim"].shape
     ('full', (21, 3))
     """
@@ -137,9 +149,12 @@ def show_full(result: Mapping[str, Any], root: Path | str | None = None, *, draw
 def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[str, Any]]:
     """For every registered experiment: which profile and device its figure in the book comes from.
 
-    A chapter shows a stored full-profile result when ``data/results/<name>/full.json`` exists (made
-    by ``python -m companion run NAME --profile full``, its device in the provenance); otherwise it
-    computes the experiment while it executes, in the book's ``profile``, on the CPU. Each row also
+    A chapter shows a stored full-profile result when ``data/results/<name>/full.*`` verifies
+    (through :func:`companion.store.load_from`) and is current (:func:`companion.store.stale`; made by
+    ``python -m companion run NAME --profile full``, its device in the provenance); otherwise it
+    computes the experiment while it executes, in the book's ``profile``, on the CPU. ``stale`` says
+    why a stored one is not shown (None: it is), ``code`` whether its code changed since
+    (:func:`companion.store.code_status`). Each row also
     has the stored wall times (``fast_s``, ``full_s``), the full run's CPU time and load average
     (``full_cpu_s``, ``load``: None for runs stored before they were recorded) and the paper-scale
     note of the experiment's :class:`~companion.registry.PaperScale` (``paper``). An experiment
@@ -155,29 +170,41 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
     >>> root = Path(tempfile.mkdtemp())
     >>> _ = run_experiment("intro-consensus", "full", out=results_dir(root), params={"n": 4, "t1": 1.0}, figure=False)
     >>> rows = {r["experiment"]: r for r in figure_sources("fast", root=root)}
-    >>> [(r["profile"], r["device"], r["source"]) for r in (rows["intro-consensus"], rows["intro-clustering"])]
-    [('full', 'cpu', 'data/results/intro-consensus/full.npz'), ('fast', 'cpu', 'computed while the chapter executes')]
-    >>> rows["intro-consensus"]["full_s"] > 0, rows["intro-consensus"]["fast_s"], rows["intro-consensus"]["verdicts"]
-    (True, None, {'reproduced': 2})
+    >>> r = rows["intro-consensus"]  # stored, but with other parameters than the profile's: not shown
+    >>> r["profile"], r["source"], r["stale"][:24]
+    ('fast', 'computed while the chapter executes', 'computed with parameters')
+    >>> _ = run_experiment("intro-consensus", "full", out=results_dir(root), figure=False)
+    >>> rows = {r["experiment"]: r for r in figure_sources("fast", root=root)}
+    >>> [(r["profile"], r["device"], r["source"], r["stale"]) for r in (rows["intro-consensus"], rows["intro-clustering"])]
+    [('full', 'cpu', 'data/results/intro-consensus/full.npz', None), ('fast', 'cpu', 'computed while the chapter executes', 'nothing stored')]
+    >>> r = rows["intro-consensus"]
+    >>> r["full_s"] > 0, r["fast_s"], r["verdicts"], r["code"], rows["intro-clustering"]["code"]
+    (True, None, {'reproduced': 2}, 'current', 'code version not recorded')
     """
     from .registry import registry
 
     rows = []
     for name, exp in registry().items():
-        meta_path = results_dir(root) / name / "full.json"
-        fast_s = _wall_time(results_dir(root) / name / "fast.json")
+        fast_s = _wall_time(results_dir(root), name)
         paper = exp.paper.note if exp.paper is not None else ""
         parts_wall, parts_cpu, parts = _parts_times(results_dir(root) / name / "parts")
-        if meta_path.exists():
-            meta = json.loads(meta_path.read_text())
-            dev = str((meta.get("config") or {}).get("device", "?"))
+        try:
+            stored = load_from(results_dir(root), name, "full")
+        except (OSError, ValueError) as e:  # damaged, swapped, unreadable: reported, never shown as stored
+            stored, reason = None, f"does not verify ({e})"
+        else:
+            reason = stale(name, "full", stored)
+        code = code_status(name, stored[1] if stored is not None else None)
+        if stored is not None and reason is None:
+            meta = stored[1]
+            dev = _device(meta)
             if dev.startswith("cuda"):  # the provenance names the GPU model
                 dev = str(meta.get("cuda_device") or meta.get("device") or dev)
-            verdicts = [c.get("status") for c in meta.get("claims") or []]
-            full_s, full_cpu_s = meta.get("wall_time_s"), meta.get("cpu_time_s")
+            verdicts = [c.get("status") for c in meta.get("claims") or [] if isinstance(c, Mapping)]
+            full_s, full_cpu_s = _seconds(meta), _seconds(meta, "cpu_time_s")
             rows.append({"experiment": name, "chapter": exp.chapter, "profile": "full",
-                         "device": dev, "source": f"data/results/{name}/full.npz",
-                         "commit": (meta.get("commit") or "?")[:10], "created": meta.get("created", "?"),
+                         "device": dev, "source": f"data/results/{name}/full.npz", "stale": None, "code": code,
+                         "commit": str(meta.get("commit") or "?")[:10], "created": str(meta.get("created", "?")),
                          "fast_s": fast_s, "full_s": None if full_s is None else full_s + parts_wall,
                          "full_cpu_s": None if full_cpu_s is None else full_cpu_s + parts_cpu, "parts": parts,
                          "load": meta.get("load_average"), "paper": paper,
@@ -185,6 +212,7 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
         else:
             rows.append({"experiment": name, "chapter": exp.chapter, "profile": profile, "device": "cpu",
                          "source": "computed while the chapter executes", "commit": "", "created": "",
+                         "stale": reason, "code": code,
                          "fast_s": fast_s, "full_s": None, "full_cpu_s": None, "load": None, "paper": paper,
                          "verdicts": {}, "parts": parts, "parts_s": parts_wall if parts else None})
     return rows
@@ -192,23 +220,31 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
 
 
 def _parts_times(folder: Path) -> tuple[float, float, int]:
-    """Summed wall and CPU times (s) of the parts stored in ``folder`` and their number (0, 0, 0 if none)."""
+    """Summed wall and CPU times (s) of the parts stored in ``folder`` and their number (0, 0, 0 if none).
+
+    Each part is read through the verified loader: one that does not verify raises
+    :class:`companion.provenance.ResultError` naming its file (a damaged committed part is an error to
+    fix, not a time to leave out silently).
+    """
+    from .provenance import verify_result
+
     wall = cpu = 0.0
     paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
     for path in paths:
-        meta = json.loads(path.read_text())
-        wall += float(meta.get("wall_time_s") or 0.0)
-        cpu += float(meta.get("cpu_time_s") or 0.0)
+        meta = verify_result(path.with_suffix(".npz"))
+        wall += _seconds(meta) or 0.0
+        cpu += _seconds(meta, "cpu_time_s") or 0.0
     return wall, cpu, len(paths)
 
 
 
-def _wall_time(meta_path: Path) -> float | None:
-    """The wall time a stored run recorded, None when nothing (readable) is stored."""
+def _wall_time(folder: Path, name: str, profile: str = "fast") -> float | None:
+    """The wall time the stored ``profile`` run of ``name`` recorded, None when none verifies or records one."""
     try:
-        return float(json.loads(meta_path.read_text())["wall_time_s"])
-    except (OSError, ValueError, KeyError, TypeError):
+        stored = load_from(folder, name, profile)
+    except (OSError, ValueError):
         return None
+    return _seconds(stored[1]) if stored is not None else None
 
 
 
@@ -305,6 +341,36 @@ def _esc(x: Any) -> str:
     return html.escape(str(x), quote=True)
 
 
+def statement_html(text: str) -> str:
+    r"""A claim's statement as HTML: escaped, its ``$...$`` maths marked up as Sphinx marks inline
+    maths (``\(...\)`` in a ``math`` span), so MathJax typesets it inside tables and boxes too.
+
+    Examples
+    --------
+    >>> print(statement_html(r"$W_2 \le C$ for t < 1"))
+    <span class="math notranslate nohighlight">\(W_2 \le C\)</span> for t &lt; 1
+    >>> print(statement_html("costs $5"))  # a lone dollar sign is text
+    costs $5
+    """
+    import re
+
+    out = []
+    for i, piece in enumerate(re.split(r"(?<!\\)\$", str(text))):
+        if i % 2:  # inside $...$
+            out.append(f'<span class="math notranslate nohighlight">\\({_esc(piece)}\\)</span>')
+        else:
+            out.append(_esc(piece))
+    if str(text).count("$") % 2:  # odd count: the split above swallowed a lone dollar sign; show it escaped
+        return _esc(text)
+    return "".join(out)
+
+
+def _edge(r: Mapping[str, Any]) -> bool:
+    from .ledger import at_edge
+
+    return at_edge(r)
+
+
 def _text(x: Any) -> str:
     """A number or string of a ledger row as printed (floats already rounded by the ledger)."""
     return x if isinstance(x, str) else repr(x)
@@ -337,9 +403,14 @@ def source_line(name: str, root: Path | str | None = None, stored: Any = False) 
         return "the fast profile, computed while this page was built (no current paper-scale result is stored)"
     meta = stored[1]
     wall, _, parts = _parts_times(results_dir(root) / name / "parts")
-    took = meta["wall_time_s"] + wall
-    return (f"the paper-scale (full) profile, computed at commit {(meta.get('commit') or '?')[:7]} on "
-            f"{meta.get('created', '?')[:10]}, {meta['config']['device']}, {took:,.0f} s" + (f" in {parts} parts" if parts else ""))
+    own = _seconds(meta)
+    took = "? s" if own is None else f"{own + wall:,.0f} s"
+    code = code_status(name, meta)
+    # Only a change is said, in a form book/_scripts/nbval_sanitize.cfg removes whole (" (code changed
+    # since <7 hex>)"): a chapter's compared output stays the same; the Status page says it in full.
+    return (f"the paper-scale (full) profile, computed at commit {str(meta.get('commit') or '?')[:7]} on "
+            f"{str(meta.get('created', '?'))[:10]}, {_device(meta)}, {took}" + (f" in {parts} parts" if parts else "")
+            + (f" ({code})" if code.startswith("code changed") else ""))
 
 
 def paper_figure(name: str, fallback: Mapping[str, Any] | None = None, root: Path | str | None = None) -> dict[str, Any]:
@@ -429,13 +500,14 @@ def verdict_box(rows: Any) -> _Shown:
         if r.get("tolerance") is not None:
             parts.append(f"tolerance {_text(r['tolerance'])}")
         if r.get("margin") is not None:
-            parts.append(f"margin {r['margin']!r}")
+            parts.append(f"margin {r['margin']!r}" + (" (at the edge)" if _edge(r) else ""))
         detail = "; ".join(parts)
         text_rows.append(f"{r['status']:<15} {r['id']} ({r['where']}): {detail}")
+        edge = '<span class="verdict-edge" title="margin below 0.2: a small change flips it">at the edge</span>' if _edge(r) else ""
         html_rows.append(
             f'<div class="verdict verdict-{STATUS_CLASSES.get(r["status"], "na")}">'
-            f'<span class="verdict-status">{_esc(r["status"])}</span>'
-            f'<span class="verdict-claim"><b>{_esc(r["where"])}</b>: {_esc(r["statement"])}</span>'
+            f'<span class="verdict-status">{_esc(r["status"])}{edge}</span>'
+            f'<span class="verdict-claim"><b>{_esc(r["where"])}</b>: {statement_html(r["statement"])}</span>'
             f'<span class="verdict-numbers">{_esc(detail)}</span>'
             f'<span class="verdict-id">{_esc(r["id"])}</span></div>')
     return _Shown('<div class="verdicts">' + "".join(html_rows) + "</div>", "\n".join(text_rows))
@@ -481,14 +553,15 @@ def ledger_table(rows: Any, link: Callable[[Mapping[str, Any]], str] | None = No
     """
     rows = [r.as_dict() if hasattr(r, "as_dict") else dict(r) for r in rows]
     text = "\n".join(f"{r['status']:<15} {r['id']} ({r['where']}): measured {_text(r['measured'])} vs expected "
-                     f"{_text(r['expected'])}" for r in rows)
+                     f"{_text(r['expected'])}" + (" (at the edge)" if _edge(r) else "") for r in rows)
     body = []
     for r in rows:
         where = _esc(r["where"])
         if link is not None:
             where = f'<a href="{_esc(link(r))}">{where}</a>'
+        edge = ' <span class="verdict-edge">at the edge</span>' if _edge(r) else ""
         body.append(f'<tr><td>{where}</td><td><span class="status status-{STATUS_CLASSES.get(r["status"], "na")}">'
-                    f'{_esc(r["status"])}</span></td><td>{_esc(r["statement"])}</td>'
+                    f'{_esc(r["status"])}</span>{edge}</td><td>{statement_html(r["statement"])}</td>'
                     f'<td>{_esc(_text(r["measured"]))}</td><td>{_esc(_text(r["expected"]))}</td></tr>')
     html = ('<table class="ledger"><thead><tr><th>result</th><th>status</th><th>claim</th><th>measured</th>'
             '<th>expected</th></tr></thead><tbody>' + "".join(body) + "</tbody></table>")

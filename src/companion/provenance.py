@@ -18,7 +18,7 @@ import numpy as np
 
 __all__ = [
     "repo_root", "atomic_write_text", "atomic_write_bytes", "provenance", "sha256_file", "ResultError",
-    "save_result", "verify_result", "load_result", "seal_result",
+    "save_result", "verify_result", "load_result", "seal_result", "source_files", "source_hash",
 ]
 
 _PACKAGES = ("companion", "torch", "numpy", "scipy", "pot", "transformers", "peft", "matplotlib")
@@ -77,9 +77,13 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> Path:
             os.fchmod(f.fileno(), _FILE_MODE)
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(e, OSError) and not isinstance(e, FileNotFoundError) and str(path) not in str(e):
+            # a full disk (ENOSPC) or a quota: say which file, and that nothing was replaced
+            raise OSError(e.errno, f"{e.strerror or e} while writing {path} (nothing was replaced; the "
+                          "temporary file is removed)") from e
         raise
     return path
 
@@ -165,6 +169,144 @@ def provenance(config: Mapping[str, Any] | Any = None, seed: int | None = None, 
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         **{k: _jsonable(v) for k, v in extra.items()},
     }
+
+
+# Modules of the package that store, run, show or judge results but compute none of their numbers:
+# left out of :func:`source_hash`, so that editing them does not make every stored result stale.
+# (Verdicts are re-derived from the stored numbers: ``companion.runner.rejudge``.)
+SOURCE_EXCLUDED = frozenset({
+    "companion.provenance", "companion.store", "companion.transport", "companion.sweep", "companion.runner",
+    "companion.pages", "companion.report", "companion.style", "companion.ledger", "companion.inventory",
+    "companion.perf", "companion.__main__", "companion.registry",
+})
+
+
+def _module_file(module: str, package_dir: Path) -> Path | None:
+    """The source file of ``companion.x.y`` under ``package_dir`` (``x/y.py`` or ``x/y/__init__.py``)."""
+    parts = module.split(".")[1:]
+    base = package_dir.joinpath(*parts) if parts else package_dir
+    for f in (base.with_suffix(".py") if parts else None, base / "__init__.py"):
+        if f is not None and f.is_file():
+            return f
+    return None
+
+
+def _imports(tree: Any, module: str, is_package: bool) -> set[str]:
+    """Every ``companion...`` module named by an import statement of ``tree`` (any depth, relative ones
+    resolved from ``module``); ``from pkg import name`` adds ``pkg.name`` too (it may be a module)."""
+    import ast
+
+    found: set[str] = set()
+    here = module.split(".") if is_package else module.split(".")[:-1]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = here[:len(here) - (node.level - 1)] if node.level > 1 else here
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names)
+    return {m for m in found if m == "companion" or m.startswith("companion.")}
+
+
+def source_files(module: str, package_dir: Path | str | None = None) -> list[Path]:
+    """The source files that determine a result computed by ``module`` (a ``companion...`` module):
+    its own file and, transitively, every package module it imports (statically, by its import
+    statements, function-level ones included; parent packages' ``__init__`` counted as Python runs
+    them), less :data:`SOURCE_EXCLUDED`. Sorted by path.
+
+    Examples
+    --------
+    >>> names = [f.relative_to(Path(__file__).parent).as_posix() for f in source_files("companion.experiments.introduction.consensus")]
+    >>> "experiments/introduction/consensus.py" in names, "integrate.py" in names, "store.py" in names
+    (True, True, False)
+    """
+    package_dir = Path(package_dir) if package_dir is not None else Path(__file__).resolve().parent
+    todo, seen, files = [module], set(), {}
+    if module.split(".")[0] != "companion":  # an experiment registered outside the package (a test's): its file
+        import importlib.util
+
+        origin = getattr(importlib.util.find_spec(module), "origin", None)
+        if origin and Path(origin).is_file():
+            files[Path(origin)] = module
+            todo = list(_parsed(Path(origin), module)[0])
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        parts = m.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))  # importing a.b.c runs a and a.b first
+        f = _module_file(m, package_dir)
+        if f is None or m in SOURCE_EXCLUDED:
+            continue
+        files[f] = m
+        todo.extend(_parsed(f, m)[0])
+    return sorted(files, key=lambda f: _relative(f, package_dir))
+
+
+def _relative(f: Path, package_dir: Path) -> str:
+    return f.relative_to(package_dir).as_posix() if f.is_relative_to(package_dir) else f.name
+
+
+_PARSED: dict[tuple[Path, str, int, int], tuple[frozenset, bytes]] = {}
+
+
+def _parsed(f: Path, module: str) -> tuple[frozenset, bytes]:
+    """(package modules ``f`` imports, SHA-256 of its bytes with line endings as ``\\n``), cached per
+    file version (path, size, mtime) so that a page checking every stored result parses each file once."""
+    import ast
+
+    st = f.stat()
+    key = (f, module, st.st_size, st.st_mtime_ns)
+    if key not in _PARSED:
+        data = f.read_bytes()
+        imports = frozenset(_imports(ast.parse(data, filename=str(f)), module, f.name == "__init__.py"))
+        _PARSED[key] = (imports, hashlib.sha256(data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")).digest())
+    return _PARSED[key]
+
+
+def source_hash(module: str, package_dir: Path | str | None = None) -> str:
+    r"""SHA-256 (16 hex digits) of the source that determines a result of ``module``
+    (:func:`source_files`): each file's path in the package and bytes, line endings read as ``\n``.
+
+    Cheap (a parse of some tens of files) and deterministic: the same checkout gives the same hash
+    on any machine, whatever its line endings.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> pkg = Path(tempfile.mkdtemp()) / "companion"
+    >>> (pkg / "experiments").mkdir(parents=True)
+    >>> for f, text in {"__init__.py": "", "maths.py": "X = 1\n", "store.py": "",
+    ...                 "experiments/__init__.py": "", "experiments/e.py": "from ..maths import X\nfrom .. import store\n"}.items():
+    ...     _ = (pkg / f).write_text(text)
+    >>> h = source_hash("companion.experiments.e", pkg)
+    >>> _ = (pkg / "maths.py").write_bytes(b"X = 1\r\n")           # line endings only: the same
+    >>> source_hash("companion.experiments.e", pkg) == h
+    True
+    >>> _ = (pkg / "store.py").write_text("# machinery\n")          # an excluded module: the same
+    >>> source_hash("companion.experiments.e", pkg) == h
+    True
+    >>> _ = (pkg / "maths.py").write_text("X = 2\n")               # an imported module changed
+    >>> source_hash("companion.experiments.e", pkg) == h
+    False
+    """
+    package_dir = Path(package_dir) if package_dir is not None else Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for f in source_files(module, package_dir):
+        h.update(_relative(f, package_dir).encode() + b"\0" + _parsed(f, _module_name(f, package_dir))[1])
+    return h.hexdigest()[:16]
+
+
+def _module_name(f: Path, package_dir: Path) -> str:
+    if not f.is_relative_to(package_dir):
+        return f.stem
+    parts = list(f.relative_to(package_dir).with_suffix("").parts)
+    return ".".join(["companion"] + (parts[:-1] if parts[-1] == "__init__" else parts))
 
 
 class ResultError(ValueError):
@@ -262,11 +404,23 @@ def save_result(path: Path | str, arrays: Mapping[str, Any], config: Any = None,
     return path
 
 
+def _check_regular(path: Path) -> None:
+    """Refuse anything but a regular file before opening it (a FIFO or a device would block or never end)."""
+    import stat
+
+    mode = os.stat(path).st_mode  # FileNotFoundError passes through: nothing stored
+    if not stat.S_ISREG(mode):
+        raise ResultError(f"{path}: not a regular file (a FIFO, device or folder in place of a stored file); refused unread")
+
+
 def _read_meta(meta_path: Path) -> dict[str, Any]:
+    _check_regular(meta_path)
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise
+    except RecursionError:
+        raise ResultError(f"{meta_path}: provenance JSON nested too deeply to read (not a file this package wrote)") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ResultError(f"{meta_path}: unreadable provenance JSON ({type(e).__name__}: {e})") from None
     if not isinstance(meta, dict):
@@ -274,7 +428,27 @@ def _read_meta(meta_path: Path) -> dict[str, Any]:
     return meta
 
 
+def _plain_name(name: Any) -> bool:
+    """Whether ``name`` is a file name inside a folder: no folder part, not absolute, not . or .."""
+    return (isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\\" not in name
+            and "\x00" not in name)
+
+
+def _check_figures(meta: Mapping[str, Any], sums: Mapping[str, Any], meta_path: Path) -> None:
+    """The figures a JSON lists and hashes are plain names of files in its own folder, the same in both lists."""
+    listed, hashed = meta.get("figures", []), sums.get("figures", {})
+    if not isinstance(listed, list):
+        raise ResultError(f"{meta_path}: 'figures' is a {type(listed).__name__}, not a list of file names")
+    for name in list(listed) + list(hashed):
+        if not _plain_name(name):
+            raise ResultError(f"{meta_path}: figure {name!r} is not a plain file name in the result's folder; refused")
+    if sorted(listed) != sorted(hashed):
+        raise ResultError(f"{meta_path}: lists the figures {sorted(listed)} but records the hashes of {sorted(hashed)}")
+
+
 def _check_file(path: Path, want: Any, meta_path: Path, data: bytes | None = None) -> None:
+    if path.exists() and not path.is_file():
+        raise ResultError(f"{path}: not a regular file (a FIFO, device or folder), though {meta_path.name} records it; refused unread")
     if not path.is_file():
         raise ResultError(f"{path}: missing, though {meta_path.name} records it (a deleted file or a write cut short)")
     got = hashlib.sha256(data).hexdigest() if data is not None else sha256_file(path)
@@ -288,7 +462,7 @@ def _check_file(path: Path, want: Any, meta_path: Path, data: bytes | None = Non
 def _read_verified(path: Path) -> tuple[bytes, dict[str, Any]]:
     """The .npz bytes at ``path`` and its provenance, after checking every hash the JSON records."""
     meta_path = path.with_suffix(".json")
-    if not meta_path.exists():
+    if not os.path.lexists(meta_path):
         raise FileNotFoundError(f"{path}: no provenance JSON beside it, so the result is incomplete")
     meta = _read_meta(meta_path)
     sums = meta.get("sha256")
@@ -296,6 +470,7 @@ def _read_verified(path: Path) -> tuple[bytes, dict[str, Any]]:
         raise ResultError(
             f"{meta_path}: records no SHA-256 of its files, so they cannot be verified (saved before results were "
             f"sealed?); if the files are trusted as they are, seal them: companion.provenance.seal_result('{path}')")
+    _check_figures(meta, sums, meta_path)
     data = path.read_bytes() if path.is_file() else None
     _check_file(path, sums["npz"], meta_path, data)
     for name, want in sums.get("figures", {}).items():

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .store import check_profile, check_writable, load_run, results_dir, save_run, stale_reason
+from .store import check_profile, check_writable, code_status, code_version, load_from, load_run, results_dir, save_run, stale_reason
 
 __all__ = ["run_experiment", "sweep_experiment", "run_profiles", "rejudge"]
 
@@ -68,13 +68,14 @@ def run_experiment(
     folder = check_writable((Path(out) if out is not None else results_dir()) / name)
     import os
 
+    code = code_version(exp)  # the code as it is when the run starts (a file edited meanwhile is not what ran)
     load0, c0, t0 = os.getloadavg()[0], time.process_time(), time.perf_counter()
     with writing_to(folder):  # a long experiment may keep finished pieces there and resume from them
         result = exp.run(profile, device, **params)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     # CPU time and the load average beside the wall time: a run timed on a busy machine says so.
     return save_run(exp, profile, device, result, folder, params, wall, figure, cpu_time_s=round(cpu, 1),
-                     load_average=[round(load0, 2), round(os.getloadavg()[0], 2)])
+                     load_average=[round(load0, 2), round(os.getloadavg()[0], 2)], code=code)
 
 
 def sweep_experiment(
@@ -123,6 +124,7 @@ def sweep_experiment(
     >>> result["ns"].tolist(), result["trials"].tolist(), meta["sweep"]["points"], meta["sweep"]["axes"]
     ([1000], [4], 2, {'n': [1000], 'seed': [0, 1], 'trials': [2]})
     """
+    import dataclasses
     import functools
 
     from .registry import get
@@ -145,8 +147,11 @@ def sweep_experiment(
     else:
         target = exp.func
         task = functools.partial(target, profile=profile, device=device)
+    code = code_version(exp)
+    context = {"experiment": exp.name, "profile": profile, "device": device, "config": dataclasses.asdict(cfg), "code": code}
     t0 = time.perf_counter()
-    results = run_sweep(task, grid, folder / f"sweep-{profile}", scheduler=scheduler, n_workers=n_workers, progress=progress)
+    results = run_sweep(task, grid, folder / f"sweep-{profile}", scheduler=scheduler, n_workers=n_workers, progress=progress,
+                        context=context)
     if exp.assemble is None:
         return folder / f"sweep-{profile}", None
     points = [{k: v for k, v in r.items() if k != "_provenance"} for r in results]
@@ -158,7 +163,7 @@ def sweep_experiment(
                 axes[k].append(v)
     path = save_run(exp, profile, device, result, folder, {}, time.perf_counter() - t0, figure,
                      sweep={"points": len(grid), "axes": axes, "folder": f"sweep-{profile}",
-                            "point_function": f"{target.__module__}.{target.__qualname__}"})
+                            "point_function": f"{target.__module__}.{target.__qualname__}"}, code=code)
     return folder / f"sweep-{profile}", path
 
 
@@ -167,7 +172,10 @@ def run_profiles(names: Sequence[str], profile: str = "full", device: str = "cpu
                  log=print) -> list[dict[str, Any]]:
     """Run each experiment of ``names`` in ``profile``, one subprocess each, within ``budget_s`` seconds.
 
-    An experiment already stored (and verified) in ``out`` is skipped when ``skip_stored``; each
+    An experiment already stored (and verified) in ``out`` is skipped when ``skip_stored``, unless it is
+    stale (:func:`companion.store.stale_reason`: another configuration) or its code changed since it was
+    computed (:func:`companion.store.code_status`; a result stored before the code version was recorded
+    is kept); each
     subprocess is ``python -m companion run NAME`` with a timeout of the budget left, so a run that
     would overrun is stopped and nothing half-written is kept (results are written atomically, JSON
     last). Resumable: call it again and it continues with what is missing. Returns one row per name:
@@ -194,6 +202,9 @@ def run_profiles(names: Sequence[str], profile: str = "full", device: str = "cpu
     for name in names:
         if skip_stored and (out / name / f"{profile}.json").exists():
             reason = stale_reason(name, profile, out)
+            if reason is None:
+                code = code_status(name, load_from(out, name, profile)[1])  # verified just now by stale_reason
+                reason = code if code.startswith("code changed") else None  # "not recorded": older results are kept
             if reason is None:
                 rows.append({"name": name, "status": "stored", "seconds": 0.0})
                 log(f"{name}: stored already, skipped")

@@ -2,21 +2,26 @@
 
 * :func:`results_dir` is ``data/results``; a run of experiment ``NAME`` in profile ``P`` is
   ``<results>/NAME/P.npz`` (arrays), ``P.json`` (provenance, hashes, verdicts) and ``P.png``;
-* :func:`save_run` writes one (figures first, the verified JSON last), :func:`load_run` reads it
-  back through the verified loader, :func:`stale_reason` says whether it is the current one.
+* :func:`save_run` writes one whole into a temporary folder beside it (:func:`staging`), verifies
+  it there and swaps it in by renames (:func:`install`), so a failed or killed write leaves the
+  previous result; :func:`load_run` reads it back through the verified loader;
+* :func:`stale_reason` says whether it is the current one for the profile's configuration, and
+  :func:`code_status` whether the code that computed it is the code now (provenance records
+  :func:`code_version`, a hash of the experiment's module and the package modules it imports).
 """
 from __future__ import annotations
 
+import contextlib
 import io
 from pathlib import Path
 from typing import Any, Mapping
 
-from .provenance import atomic_write_bytes, load_result, repo_root, save_result
+from .provenance import atomic_write_bytes, load_result, repo_root, save_result, source_hash
 from .registry import PROFILES
 from .sweep import flatten_result, unflatten_result
 
 __all__ = ["results_dir", "check_profile", "check_writable", "save_figures", "save_run", "load_run", "load_from",
-           "stale_reason", "stale",
+           "stale_reason", "stale", "code_status", "code_version", "staging", "install",
            "training_from_parts"]
 
 
@@ -96,7 +101,12 @@ def save_run(exp, profile: str, device: str, result: Mapping[str, Any], folder: 
               wall: float, figure: bool, **extra: Any) -> Path:
     """Store ``result`` of the registered experiment ``exp`` as ``folder/<profile>.npz``, its figures
     (when ``figure``) and its provenance JSON (config, ``params``, device, wall time, verdicts, the
-    hashes of every file; written last); returns the .npz path.
+    hashes of every file, the code version: ``extra["code"]``, else :func:`code_version` now);
+    returns the .npz path.
+
+    The unit is written into :func:`staging`, verified and swapped in whole (:func:`install`): a
+    failure anywhere (a full disk names the file) leaves the previous result as it was, and figures
+    of the previous result that this one does not draw are removed.
 
     Examples
     --------
@@ -109,15 +119,127 @@ def save_run(exp, profile: str, device: str, result: Mapping[str, Any], folder: 
     >>> sorted(p.name for p in path.parent.iterdir()), load_from(root, exp.name, "fast")[1]["wall_time_s"]
     (['fast.json', 'fast.npz'], 0.5)
     """
+    check_profile(profile)
     claims = [c.as_dict() for c in exp.judge(result)]
     arrays, other = flatten_result(result)
-    figures: list[str] = []
-    if figure and exp.plot is not None:
-        figures = [p.name for p in save_figures(exp.plot, result, folder / f"{profile}.png")]
     config = {"experiment": exp.name, "chapter": exp.chapter, "profile": profile, "device": device, "params": dict(params)}
     seed = (result.get("config") or {}).get("seed", params.get("seed"))
-    return save_result(folder / f"{profile}.npz", arrays, config=config, seed=seed,
-                       other=other, wall_time_s=round(wall, 3), figures=figures, claims=claims, **extra)
+    extra.setdefault("code", code_version(exp))  # callers that ran the experiment pass the version it ran with
+    folder = Path(folder)
+    with staging(folder, profile) as tmp:
+        figures: list[str] = []
+        if figure and exp.plot is not None:
+            figures = [p.name for p in save_figures(exp.plot, result, tmp / f"{profile}.png")]
+        save_result(tmp / f"{profile}.npz", arrays, config=config, seed=seed,
+                    other=other, wall_time_s=round(wall, 3), figures=figures, claims=claims, **extra)
+        return install(tmp, folder, profile, exp.name)
+
+
+
+def code_version(exp) -> dict[str, str]:
+    """What provenance records of the code behind a result of the registered experiment ``exp``: its
+    module and :func:`companion.provenance.source_hash` (the module's file and the package modules
+    it imports, less the storage and display machinery).
+
+    Examples
+    --------
+    >>> from companion.registry import get
+    >>> v = code_version(get("intro-consensus"))
+    >>> v["module"], len(v["sha256"])
+    ('companion.experiments.introduction.consensus', 16)
+    """
+    module = exp.body.__module__
+    return {"module": module, "sha256": source_hash(module)}
+
+
+@contextlib.contextmanager
+def staging(folder: Path, profile: str):
+    """A fresh temporary folder inside ``folder`` to write one result into (``.<profile>.new-<pid>-<random>``),
+    removed on the way out whatever happens; folders of this kind left by dead processes are removed first.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with staging(Path(tempfile.mkdtemp()), "fast") as tmp:
+    ...     tmp.name.startswith(".fast.new-"), tmp.is_dir()
+    (True, True)
+    >>> tmp.exists()
+    False
+    """
+    import os
+    import shutil
+    import tempfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob(f".{profile}.new-*"):  # a write killed before it cleaned up
+        pid = old.name.split("-")[1] if old.name.count("-") >= 2 else ""
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(dir=folder, prefix=f".{profile}.new-{os.getpid()}-"))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def install(tmp: Path, folder: Path, profile: str, name: str) -> Path:
+    """Move the result written in ``tmp`` into ``folder`` as ``<profile>.*``, replacing the one there whole.
+
+    The new result is verified in ``tmp`` first (its hashes, and that it is the ``profile`` result of
+    ``name``); then, holding a lock on ``folder`` (so two writers never interleave), its figures, its
+    .npz and last its JSON are renamed into place, and figures of the previous result that the new one
+    does not have are removed. Nothing is written in ``folder`` but renames: a failed or interrupted
+    write (a full disk, an exception, a kill while writing) leaves the previous result as it was.
+    Returns the .npz path.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from companion.provenance import save_result
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> with staging(folder, "fast") as tmp:
+    ...     _ = save_result(tmp / "fast.npz", {"x": [1]}, config={"experiment": "demo", "profile": "fast"})
+    ...     install(tmp, folder, "fast", "demo").name
+    'fast.npz'
+    >>> sorted(p.name for p in folder.iterdir())
+    ['fast.json', 'fast.npz']
+    """
+    import fcntl
+    import os
+
+    npz = tmp / f"{profile}.npz"
+    _, meta = load_result(npz)  # verified where it was written, before anything is replaced
+    stored = meta.get("config") or {}
+    if (stored.get("experiment"), stored.get("profile")) != (name, profile):
+        raise ValueError(f"{npz}: holds the {stored.get('profile')!r} result of {stored.get('experiment')!r}, "
+                         f"not the {profile!r} result of {name!r}; nothing replaced in {folder}")
+    figures = list(meta.get("figures") or [])
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        for f in figures + [npz.name, npz.with_suffix(".json").name]:  # the JSON last: it commits the unit
+            os.replace(tmp / f, folder / f)
+        for old in folder.glob(f"{profile}-*.png"):  # figures of an earlier run that drew more
+            if old.name not in figures and old.stem[len(profile) + 1:].isdigit():
+                old.unlink()
+        if not figures and (folder / f"{profile}.png").is_file():
+            (folder / f"{profile}.png").unlink()
+        os.fsync(fd)
+    finally:
+        os.close(fd)  # closing releases the lock
+    return folder / npz.name
 
 
 
@@ -269,6 +391,39 @@ def stale(name: str, profile: str, stored: tuple[dict[str, Any], dict[str, Any]]
         head = f"computed with parameters {params}, not the profile's" if params else "the profile changed since"
         return head + (": " + "; ".join(differ) if differ else "")
     return None
+
+
+
+def code_status(name: str, meta: Mapping[str, Any] | None) -> str:
+    """Whether the code behind a stored result of ``name`` (its provenance ``meta``) is the code now:
+    ``"current"``, ``"code changed since <commit>"`` (the source hash it recorded, see
+    :func:`code_version`, differs from the checkout's), or ``"code version not recorded"`` (stored
+    before provenance recorded one, or nothing stored: ``meta`` None).
+
+    :func:`stale_reason` is about the configuration; this is about the code. A chapter keeps showing
+    a result whose code changed (its caption says so); ``python -m companion full`` (``make full``)
+    recomputes it.
+
+    Examples
+    --------
+    >>> from companion.registry import get
+    >>> code_status("intro-consensus", {"code": code_version(get("intro-consensus")), "commit": "0123456789abcdef"})
+    'current'
+    >>> code_status("intro-consensus", {"code": {"module": "m", "sha256": "0" * 16}, "commit": "0123456789abcdef"})
+    'code changed since 0123456'
+    >>> code_status("intro-consensus", {"commit": "0123456789abcdef"})
+    'code version not recorded'
+    """
+    from .registry import get
+
+    code = (meta or {}).get("code")
+    if not isinstance(code, Mapping) or not isinstance(code.get("sha256"), str):
+        return "code version not recorded"
+    now = code_version(get(name))
+    if code.get("sha256") == now["sha256"] and code.get("module") == now["module"]:
+        return "current"
+    commit = (meta or {}).get("commit")
+    return f"code changed since {commit[:7] if isinstance(commit, str) and commit else 'an unknown commit'}"
 
 
 

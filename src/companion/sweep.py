@@ -71,7 +71,7 @@ import numpy as np
 
 from .provenance import ResultError, load_result, save_result, verify_result
 
-__all__ = ["run_sweep", "product_grid", "point_key", "point_path", "flatten_result", "unflatten_result", "load_point", "SERIAL"]
+__all__ = ["run_sweep", "product_grid", "point_key", "point_path", "context_hash", "flatten_result", "unflatten_result", "load_point", "SERIAL"]
 
 SERIAL = "serial"
 
@@ -126,13 +126,45 @@ def point_path(out_dir: Path | str, point: Mapping[str, Any]) -> Path:
     return Path(out_dir) / f"point-{point_key(point)}.npz"
 
 
-def _is_complete(path: Path) -> bool:
-    """Whether the point stored at ``path`` is complete and its files are what its JSON records."""
+def _is_complete(path: Path, context_sha: str | None = None) -> bool:
+    """Whether the point stored at ``path`` is complete, its files are what its JSON records, and it
+    was computed in the sweep's context (``context_sha``: :func:`context_hash`; None: any)."""
     try:
-        verify_result(path)
+        meta = verify_result(path)
     except (FileNotFoundError, ResultError):
         return False
-    return True
+    return context_sha is None or (meta.get("sweep") or {}).get("context_sha256") == context_sha
+
+
+def context_hash(context: Mapping[str, Any] | None) -> str | None:
+    """SHA-256 (16 hex digits) of a sweep's context as canonical JSON, None without one.
+
+    The context is what computes every point besides the point itself (the experiment's whole
+    configuration, its profile, device and code version, see :func:`companion.runner.sweep_experiment`):
+    a stored point whose context differs is recomputed.
+
+    Examples
+    --------
+    >>> context_hash({"dt": 0.004, "n": 3}) == context_hash({"n": 3, "dt": 0.004}) != context_hash({"n": 3, "dt": 0.016})
+    True
+    >>> context_hash(None) is None
+    True
+    """
+    if context is None:
+        return None
+    from .provenance import _jsonable
+
+    return hashlib.sha256(json.dumps(_jsonable(context), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _context_change(stored: Any, now: Any, where: str = "") -> list[str]:
+    """What differs between two contexts (JSON values), as ``key: stored -> now`` lines."""
+    if isinstance(stored, Mapping) and isinstance(now, Mapping):
+        out = []
+        for k in sorted(set(stored) | set(now)):
+            out += _context_change(stored.get(k), now.get(k), f"{where}.{k}" if where else str(k))
+        return out
+    return [] if stored == now else [f"{where or 'context'}: {stored!r} -> {now!r}"]
 
 
 def _encode_key(k: Any) -> str:
@@ -255,11 +287,15 @@ def _func_name(func: Callable) -> str:
     return f"{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', type(f).__name__)}"
 
 
-def save_point(path: Path, result: Mapping[str, Any], point: Mapping[str, Any], func_name: str, **extra: Any) -> Path:
-    """Write one point's result and provenance (``extra`` added to it) atomically (JSON last)."""
+def save_point(path: Path, result: Mapping[str, Any], point: Mapping[str, Any], func_name: str,
+               context: Mapping[str, Any] | None = None, **extra: Any) -> Path:
+    """Write one point's result and provenance (``extra`` added to it) atomically (JSON last); the
+    sweep's ``context`` and its :func:`context_hash` are recorded under ``"sweep"``."""
     arrays, other = flatten_result(result)
-    return save_result(path, arrays, config=dict(point), seed=point.get("seed"),
-                       sweep={"function": func_name, "key": point_key(point)}, other=other, **extra)
+    sweep = {"function": func_name, "key": point_key(point)}
+    if context is not None:
+        sweep.update(context=context, context_sha256=context_hash(context))
+    return save_result(path, arrays, config=dict(point), seed=point.get("seed"), sweep=sweep, other=other, **extra)
 
 
 def load_point(path: Path | str) -> dict[str, Any]:
@@ -297,10 +333,11 @@ def _tune_worker() -> None:
     tune_allocator()
 
 
-def _run_point(func: Callable, point: dict[str, Any], path: str, func_name: str) -> str:
-    """One task: compute and save ``point`` unless a previous attempt already finished it."""
+def _run_point(func: Callable, point: dict[str, Any], path: str, func_name: str,
+               context: Mapping[str, Any] | None = None) -> str:
+    """One task: compute and save ``point`` unless a previous attempt already finished it (in ``context``)."""
     p = Path(path)
-    if _is_complete(p):  # a previous attempt (a rescheduled task, a racing run) finished it
+    if _is_complete(p, context_hash(context)):  # a previous attempt (a rescheduled task, a racing run) finished it
         return "skipped"
     import platform
     import time
@@ -308,14 +345,15 @@ def _run_point(func: Callable, point: dict[str, Any], path: str, func_name: str)
     _tune_worker()
     t0 = time.perf_counter()
     result = func(**point)
-    save_point(p, result, point, func_name, wall_time_s=round(time.perf_counter() - t0, 3), host=platform.node())
+    save_point(p, result, point, func_name, context, wall_time_s=round(time.perf_counter() - t0, 3), host=platform.node())
     return "computed"
 
 
-def _run_point_pickled(func_bytes: bytes, point: dict[str, Any], path: str, func_name: str) -> str:
+def _run_point_pickled(func_bytes: bytes, point: dict[str, Any], path: str, func_name: str,
+                       context: Mapping[str, Any] | None = None) -> str:
     import cloudpickle
 
-    return _run_point(cloudpickle.loads(func_bytes), point, path, func_name)
+    return _run_point(cloudpickle.loads(func_bytes), point, path, func_name, context)
 
 
 @contextmanager
@@ -360,8 +398,14 @@ def run_sweep(
     scheduler: Any = None,
     n_workers: int = 2,
     progress: bool = True,
+    context: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Compute ``func(**point)`` for every point of ``grid``, skipping points already on disk.
+
+    With a ``context`` (JSON-able: what computes a point besides the point itself, e.g. the
+    experiment's configuration and code version), a stored point is reused only when it was computed
+    in the same context; otherwise it is recomputed, with a ``RuntimeWarning`` naming the point and what
+    changed.
 
     Parameters
     ----------
@@ -392,7 +436,12 @@ def run_sweep(
     >>> with tempfile.TemporaryDirectory() as d:
     ...     res = run_sweep(square, product_grid(x=[1, 2, 3]), d, scheduler="serial", progress=False)
     ...     [r["y"] for r in res]
+    ...     with warnings.catch_warnings(record=True) as w:
+    ...         warnings.simplefilter("always")
+    ...         _ = run_sweep(square, product_grid(x=[1]), d, scheduler="serial", progress=False, context={"dt": 0.1})
+    ...     print(w[0].message)  # doctest: +ELLIPSIS
     [1, 4, 9]
+    sweep point {'x': 1} is recomputed: its stored result records no context ..., and this sweep's is {'dt': 0.1}
     """
     if not callable(func):
         raise TypeError(f"func must be callable, got {type(func).__name__}")
@@ -411,6 +460,12 @@ def run_sweep(
     out_dir.mkdir(parents=True, exist_ok=True)
     name = _func_name(func)
     paths = [point_path(out_dir, p) for p in points]
+    want_sha = context_hash(context)
+    if context is not None:
+        from .provenance import _jsonable
+
+        now_ctx = json.loads(json.dumps(_jsonable(context), sort_keys=True))
+        context = now_ctx
 
     todo = []
     for p, path in zip(points, paths):
@@ -426,6 +481,14 @@ def run_sweep(
         owner = (meta.get("sweep") or {}).get("function")
         if owner != name:
             raise ValueError(f"{out_dir} holds results of {owner!r}, not {name!r}: use another out_dir")
+        stored_sha = (meta.get("sweep") or {}).get("context_sha256")
+        if want_sha is not None and stored_sha != want_sha:
+            stored_ctx = (meta.get("sweep") or {}).get("context")
+            why = (f"its stored result records no context (computed before sweeps recorded their configuration), "
+                   f"and this sweep's is {now_ctx}" if stored_ctx is None else
+                   "it was computed with another configuration (" + "; ".join(_context_change(stored_ctx, now_ctx)[:6] or ["?"]) + ")")
+            warnings.warn(f"sweep point {p} is recomputed: {why}", RuntimeWarning, stacklevel=2)
+            todo.append((p, path))
 
     failures: list[tuple[dict, BaseException]] = []
     if todo:
@@ -434,7 +497,7 @@ def run_sweep(
             if scheduler == SERIAL:
                 for p, path in todo:
                     try:
-                        _run_point(func, p, str(path), name)
+                        _run_point(func, p, str(path), name, context)
                     except Exception as e:  # keep going: the other points are still worth saving
                         failures.append((p, e))
                     bar.update()
@@ -448,7 +511,7 @@ def run_sweep(
                 with _client(scheduler, n_workers) as client:
                     run = uuid.uuid4().hex[:8]
                     futures = {
-                        client.submit(_run_point_pickled, func_bytes, p, str(path), name, pure=False,
+                        client.submit(_run_point_pickled, func_bytes, p, str(path), name, context, pure=False,
                                       key=f"sweep-{run}-{point_key(p)}"): p
                         for p, path in todo
                     }

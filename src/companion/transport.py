@@ -34,13 +34,18 @@ def pack_results(folder: Path | str, dest: Path | str, *, max_files: int = 8, ma
     import gzip
     import tarfile
 
+    import warnings
+
     folder, dest = Path(folder), Path(dest)
+    if not folder.is_dir():
+        raise ValueError(f"folder {folder} does not exist or is not a folder: nothing to pack")
     units = []
     for meta in sorted(folder.glob("*/*.json")):
         npz = meta.with_suffix(".npz")
         try:
             _, info = load_result(npz)
-        except (OSError, ValueError):
+        except (OSError, ValueError) as e:
+            warnings.warn(f"pack: {npz} left out: it does not verify ({e})", RuntimeWarning, stacklevel=2)
             continue
         files = [meta, npz] + [meta.parent / f for f in (info.get("figures") or [])]
         buf = io.BytesIO()
@@ -60,6 +65,8 @@ def pack_results(folder: Path | str, dest: Path | str, *, max_files: int = 8, ma
                 break
         else:
             bins.append([size, list(files)])
+    if not units:
+        raise ValueError(f"no verified result under {folder} (<name>/<profile>.json and .npz): nothing packed")
     if len(bins) > max_files:
         raise ValueError(f"{len(units)} results need {len(bins)} files of at most {max_bytes / 2**20:.0f} MB; max_files = {max_files}")
     dest.mkdir(parents=True, exist_ok=True)
@@ -96,20 +103,38 @@ def store_packed(packs: Sequence[Path | str], root: Path | str | None = None) ->
     >>> (tmp / "stored").exists()
     False
     """
+    import shutil
     import tarfile
     import tempfile
 
+    from .store import install, load_from, staging
+
     root = Path(root) if root is not None else results_dir()
     stored = []
-    for pack in packs:
-        with tempfile.TemporaryDirectory() as tmp, tarfile.open(pack, mode="r:gz") as tar:
-            tar.extractall(tmp, filter="data")  # no absolute paths, links or devices
-            for meta in sorted(Path(tmp).glob("*/*.json")):
-                npz = meta.with_suffix(".npz")
-                _, info = load_result(npz)  # raises, naming the file, if it does not verify
-                target = root / meta.parent.name
-                for f in [npz] + [meta.parent / n for n in (info.get("figures") or [])] + [meta]:  # JSON last
-                    atomic_write_bytes(target / f.name, f.read_bytes())
-                stored.append(target / npz.name)
+    with tempfile.TemporaryDirectory() as tmp:
+        units: dict[tuple[str, str], tuple[Path, list[str]]] = {}
+        for i, pack in enumerate(packs):  # every pack verified before anything is stored
+            where = Path(tmp) / str(i)
+            try:
+                with tarfile.open(pack, mode="r:gz") as tar:
+                    tar.extractall(where, filter="data")  # no absolute paths, links or devices
+            except (OSError, tarfile.TarError) as e:
+                raise ValueError(f"{pack}: not a readable pack ({type(e).__name__}: {e}); nothing stored") from None
+            for meta in sorted(where.glob("*/*.json")):
+                name, profile = meta.parent.name, meta.stem
+                # verified, and the profile result of the experiment its folder names (raises naming the file)
+                try:
+                    loaded = load_from(where, name, profile)
+                except ValueError as e:
+                    raise type(e)(f"{pack}: {name}/{meta.name}: {e}; nothing stored") from None
+                if (name, profile) in units:
+                    raise ValueError(f"{pack}: holds the {profile!r} result of {name!r} a second time; nothing stored")
+                units[(name, profile)] = (meta.parent, list(loaded[1].get("figures") or []))
+        for (name, profile), (src, figures) in sorted(units.items()):
+            target = root / name
+            with staging(target, profile) as new:
+                for f in figures + [f"{profile}.npz", f"{profile}.json"]:
+                    shutil.copyfile(src / f, new / f)
+                stored.append(install(new, target, profile, name))  # verified again, then swapped in whole
     return stored
 

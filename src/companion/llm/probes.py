@@ -107,7 +107,10 @@ def load_causal_lm(path: str | os.PathLike, *, dtype: torch.dtype = torch.float3
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-    cfg = AutoConfig.from_pretrained(p, local_files_only=True)
+    try:
+        cfg = AutoConfig.from_pretrained(p, local_files_only=True)
+    except (OSError, ValueError, KeyError) as e:
+        raise ValueError(f"path: '{p}/config.json' is not a readable model config ({type(e).__name__}: {e})") from None
     archs = list(cfg.architectures or [])
     causal_arch = any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in archs) if archs else True
     if cfg.model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or not causal_arch:
@@ -115,12 +118,60 @@ def load_causal_lm(path: str | os.PathLike, *, dtype: torch.dtype = torch.float3
             f"path: '{p}' holds a {cfg.model_type!r} model ({', '.join(archs) or 'no architecture named'}), "
             "not a causal language model"
         )
+    if cfg.model_type not in SUPPORTED_MODEL_TYPES:
+        raise ValueError(f"path: '{p}' holds a {cfg.model_type!r} causal LM; the probes support "
+                         f"{', '.join(SUPPORTED_MODEL_TYPES)} decoders only (their layers' q/k/v/o projections)")
+    _check_weights(p, cfg)
     model = AutoModelForCausalLM.from_pretrained(p, local_files_only=True, use_safetensors=True, dtype=dtype)
     model.to(device).eval()
     tok = None
     if any((p / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json")):
         tok = AutoTokenizer.from_pretrained(p, local_files_only=True)
     return model, tok
+
+
+# Model types whose decoder the probes address (``model.model.layers[i].self_attn.{q,k,v,o}_proj``):
+# Llama-style, as SmolLM2 (the bundled model) is; others are refused rather than probed wrongly.
+SUPPORTED_MODEL_TYPES = ("llama",)
+
+
+def _check_weights(p: Path, cfg: Any) -> None:
+    """Every parameter and persistent buffer of ``cfg``'s architecture is in ``p/*.safetensors`` with
+    its shape, and nothing else is; a weight tied to another (``tie_word_embeddings``) may be absent.
+
+    Else ValueError listing what is missing, unexpected or misshapen: transformers would initialise
+    a missing weight at random and only log it, and every probe would then measure a random model.
+    The architecture is built on the ``meta`` device (shapes, no memory) and the files are read for
+    their headers only.
+    """
+    from safetensors import safe_open
+    from transformers import AutoModelForCausalLM
+
+    stored: dict[str, tuple[int, ...]] = {}
+    for f in sorted(p.glob("*.safetensors")):
+        try:
+            with safe_open(str(f), "pt") as st:
+                for k in st.keys():
+                    stored[k] = tuple(st.get_slice(k).get_shape())
+        except Exception as e:  # a truncated or foreign file
+            raise ValueError(f"path: '{f}' is not a readable safetensors file ({type(e).__name__}: {e})") from None
+    with torch.device("meta"):
+        skeleton = AutoModelForCausalLM.from_config(cfg)
+    want = {k: tuple(v.shape) for k, v in skeleton.state_dict().items()}
+    tied = getattr(skeleton, "_tied_weights_keys", None) or {}
+    tied = set(tied) if not isinstance(tied, dict) else set(tied)
+    allowed_absent = tied if getattr(cfg, "tie_word_embeddings", False) else set()
+    missing = sorted(k for k in want if k not in stored and k not in allowed_absent)
+    unexpected = sorted(k for k in stored if k not in want)
+    misshapen = sorted(f"{k} {stored[k]} (the config needs {want[k]})" for k in want if k in stored and stored[k] != want[k])
+    problems = []
+    for what, keys in (("missing", missing), ("unexpected", unexpected), ("with the wrong shape", misshapen)):
+        if keys:
+            problems.append(f"{len(keys)} {what}: {', '.join(keys[:8])}{', ...' if len(keys) > 8 else ''}")
+    if problems:
+        raise ValueError(f"path: the weights in '{p}' do not match its config.json ({cfg.model_type}, "
+                         f"{len(want)} tensors): " + "; ".join(problems) + " (nothing is initialised at random)")
+    del skeleton
 
 
 def load_encoder(path: str | os.PathLike, *, dtype: torch.dtype = torch.float32):

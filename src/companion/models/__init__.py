@@ -38,7 +38,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import math
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import torch
 
@@ -744,8 +744,48 @@ def from_qkv(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, beta: float = 1.
     classes = {"euclidean": Euclidean, "rescaled": Rescaled, "sphere": Sphere}
     if geometry not in classes:
         raise ValueError(f"geometry must be one of {tuple(classes)}, got {geometry!r}")
-    Q, K = torch.as_tensor(Q), torch.as_tensor(K)
-    return classes[geometry](A=K.transpose(-1, -2) @ Q, V=torch.as_tensor(V), beta=beta, **kw)
+    Q, K, V = (_qkv_matrix(M, name) for M, name in ((Q, "Q"), (K, "K"), (V, "V")))
+    for M, name in ((K, "K"), (V, "V")):
+        if M.shape[-2:] != Q.shape[-2:]:
+            raise ValueError(f"{name} has shape {tuple(M.shape)} but Q has {tuple(Q.shape)}: Q, K and V must all be "
+                             f"(d, d) or (trials, d, d) with the same d")
+    trials = {M.shape[0] for M in (Q, K, V) if M.ndim == 3} - {1}
+    if len(trials) > 1:
+        raise ValueError(f"Q, K and V have different numbers of trials {sorted(trials)}; give 1 or the same number")
+    dtypes = {M.dtype for M in (Q, K, V)}
+    if len(dtypes) > 1:
+        raise TypeError(f"Q, K and V must have one dtype, got {', '.join(str(M.dtype) for M in (Q, K, V))} "
+                        f"(cast them with .to(torch.float64), say)")
+    devices = {M.device for M in (Q, K, V)}
+    if len(devices) > 1:
+        raise ValueError(f"Q, K and V must be on one device, got {', '.join(str(M.device) for M in (Q, K, V))}")
+    return classes[geometry](A=K.transpose(-1, -2) @ Q, V=V, beta=beta, **kw)
+
+
+def _qkv_matrix(M: Any, name: str) -> torch.Tensor:
+    """``M`` (a tensor or array of numbers) as a floating (d, d) or (trials, d, d) tensor, else an error naming it."""
+    if isinstance(M, (str, bytes)) or (isinstance(M, (list, tuple)) and any(isinstance(x, (str, bytes)) for x in _flat(M))):
+        raise TypeError(f"{name} must be a (d, d) tensor or array of numbers, got {type(M).__name__} {M!r:.60}")
+    if not isinstance(M, torch.Tensor):
+        try:
+            M = torch.as_tensor(M, dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise TypeError(f"{name} must be a (d, d) tensor or array of numbers, got {type(M).__name__} ({e})") from None
+    if not (M.is_floating_point() or M.dtype in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)):
+        raise TypeError(f"{name} must be real (a float or integer dtype), got dtype {M.dtype}")
+    if not M.is_floating_point():
+        M = M.to(torch.float64)
+    if M.ndim not in (2, 3) or M.shape[-1] != M.shape[-2] or M.shape[-1] < 1:
+        raise ValueError(f"{name} must have shape (d, d) or (trials, d, d), got {tuple(M.shape)}")
+    return M
+
+
+def _flat(x: Any):
+    for v in x:
+        if isinstance(v, (list, tuple)):
+            yield from _flat(v)
+        else:
+            yield v
 
 
 def low_temperature(B: torch.Tensor, V: torch.Tensor, beta: float) -> Sphere:
