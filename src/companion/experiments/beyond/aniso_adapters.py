@@ -219,14 +219,15 @@ def aniso_adapters_claims(result: dict[str, Any], cfg: AnisoAdaptersConfig) -> l
     worst = int(np.argmax(np.abs(ratio - 1)))
     rows = [ledger.Claim(
         id="Q-A-aniso-level", paper="A", where="Thm. 4.2 (beyond)",
-        statement="With adapter factors u ~ N(0, Sigma), the critical level follows the isotropic law direction by direction: "
-                  "kappa -> k_i = d kappa Sigma_ii, damping 2 gap_i + 4(k_i - k_1) + d kappa (derived); measured/predicted, worst case",
+        statement=r"With adapter factors $u \sim N(0, \Sigma)$, the critical level follows the isotropic law direction by "
+                  r"direction: $\kappa \to k_i = d\kappa\Sigma_{ii}$, damping $2\,\mathrm{gap}_i + 4(k_i - k_1) + d\kappa$ "
+                  "(derived); measured/predicted, worst case",
         verdict=ledger.answer(ledger.within(abs(ratio[worst] - 1), 2 * rse[worst], TOL_ANISO_RATIO)),
         measured=float(ratio[worst]), expected=1.0, tolerance=TOL_ANISO_RATIO, uncertainty=float(rse[worst]))]
     a, b = _case(result, (0.2, 0.8, 0.0)), _case(result, (0.2, 0.0, 0.8))
     if a is None or b is None:
         rows.append(ledger.Claim(id="Q-A-aniso-single-kappa", paper="A", where="Thm. 4.2 (beyond)",
-                                 statement="One effective kappa(Sigma) suffices (needs the two split covariances)",
+                                 statement=r"One effective $\kappa(\Sigma)$ suffices (needs the two split covariances)",
                                  verdict=ledger.answer(ledger.NOT_CHECKABLE)))
     else:
         r = level[a] / level[b]
@@ -234,15 +235,17 @@ def aniso_adapters_claims(result: dict[str, Any], cfg: AnisoAdaptersConfig) -> l
         z = abs(r - 1) / r_se
         rows.append(ledger.Claim(
             id="Q-A-aniso-single-kappa", paper="A", where="Thm. 4.2 (beyond)",
-            statement="One effective kappa(Sigma) suffices: Sigma = diag(0.2, 0.8, 0) and diag(0.2, 0, 0.8) (same noise off u1) "
-                      f"give equal levels; measured ratio (per-direction prediction {pred[a] / pred[b]:.3g})",
+            statement=r"One effective $\kappa(\Sigma)$ suffices: $\Sigma = \mathrm{diag}(0.2, 0.8, 0)$ and "
+                      r"$\mathrm{diag}(0.2, 0, 0.8)$ (same noise off $u_1$) give equal levels; measured ratio "
+                      f"(per-direction prediction {pred[a] / pred[b]:.3g})",
             verdict=ledger.answer(ledger.verdict(z, Z_SUPPORT, partly=Z_REFUTE, scale=1.0)),
             measured=float(r), expected=1.0, tolerance=f"{Z_SUPPORT:g} s.e. (refuted beyond {Z_REFUTE:g})", uncertainty=float(r_se)))
     slope, sse = np.asarray(result["scaling_slope"], float), np.asarray(result["scaling_slope_se"], float)
     j = int(np.argmax(np.abs(slope) + 2 * sse))
     rows.append(ledger.Claim(
         id="Q-A-aniso-sqrtL", paper="A", where="Thm. 4.2 (beyond)",
-        statement="eta_L ~ sqrt(L) stays the critical scaling with anisotropic adapters: the level's log-log slope in L, worst case",
+        statement=r"$\eta_L \sim \sqrt L$ stays the critical scaling with anisotropic adapters: the level's log-log slope "
+                  "in $L$, worst case",
         verdict=ledger.answer(ledger.within(abs(slope[j]), 2 * sse[j], FLAT_SLOPE)),
         measured=float(slope[j]), expected=0.0, tolerance=FLAT_SLOPE, uncertainty=float(sse[j])))
     return rows

@@ -413,8 +413,8 @@ def depth_paths_claims(result: dict[str, Any], cfg: DepthPathsConfig) -> list[le
     err = float(result["frozen_err"])
     rows = [ledger.Claim(
         id="Q-A-depth-frozen-limit", paper="A", where="Sec. 4.2 (beyond)",
-        statement="Check where it must hold: a constant path V(t) = V is the frozen model (Sphere, eq. (8); Euclidean, eq. (6)); "
-                  "max difference of the states, relative",
+        statement=r"Check where it must hold: a constant path $V(t) = V$ is the frozen model (sphere, eq. (8); Euclidean, "
+                  "eq. (6)); max difference of the states, relative",
         verdict=ledger.answer(ledger.verdict(err, TOL_FROZEN)), measured=below(err, 1e-15), expected=0.0, tolerance=TOL_FROZEN)]
 
     om = np.asarray(result["omegas"], float)
@@ -425,22 +425,25 @@ def depth_paths_claims(result: dict[str, Any], cfg: DepthPathsConfig) -> list[le
         slow = int(np.argmin(np.where(locked, om, np.inf)))
         rows.append(ledger.Claim(
             id="Q-A-depth-direction", paper="A", where="Sec. 3.2 / 4.2 (beyond)",
-            statement="While the gap g = lambda_1 - lambda_2 stays open, the tokens track the top eigenvector of V(t) turning at "
-                      "omega (the adiabatic answer), lagging by the derived 1/2 arcsin(2 omega/g) ~ omega/g, which vanishes on a "
-                      f"slow path (omega = {om[slow]:.3g} g: lag {lag[slow]:.3g} rad); worst |measured - derived| over omega < g/2 (rad)",
+            statement=r"While the gap $g = \lambda_1 - \lambda_2$ stays open, the tokens track the top eigenvector of $V(t)$ "
+                      r"turning at $\omega$ (the adiabatic answer), lagging by the derived "
+                      r"$\tfrac12\arcsin(2\omega/g) \approx \omega/g$, which vanishes on a slow path "
+                      rf"($\omega = {om[slow]:.3g}\,g$: lag {lag[slow]:.3g} rad); worst $|\text{{measured}} - \text{{derived}}|$ "
+                      r"over $\omega < g/2$ (rad)",
             verdict=ledger.answer(ledger.within(e, 2 * s, TOL_LAG)), measured=float(e), expected=0.0, tolerance=TOL_LAG,
             uncertainty=below(s, 1e-9)))  # clouds that have become one consensus agree to round-off
     else:
         rows.append(ledger.Claim(id="Q-A-depth-direction", paper="A", where="Sec. 3.2 / 4.2 (beyond)",
-                                 statement="Adiabatic tracking of the top eigenvector (needs a speed below g/2)",
+                                 statement="Adiabatic tracking of the top eigenvector (needs a speed below $g/2$)",
                                  verdict=ledger.answer(ledger.NOT_CHECKABLE)))
     turn, tse, tpred = (np.asarray(result[k], float) for k in ("turn", "turn_se", "turn_pred"))
     e, s, i = _worst([(abs(turn[i] / tpred[i] - 1), tse[i] / tpred[i], i) for i in range(om.size)])
     rows.append(ledger.Claim(
         id="Q-A-depth-lock", paper="A", where="Sec. 3.2 / 4.2 (beyond)",
-        statement="Tracking breaks at omega = g/2: above it no lag is steady, the cluster slips behind and turns on average at "
-                  "omega - sqrt(omega^2 - g^2/4) (derived; the adiabatic reading says omega); worst relative error of the mean "
-                  f"turning rate over omega/g in [{om.min():.3g}, {om.max():.3g}] (at omega/g = {om[i]:.3g})",
+        statement=r"Tracking breaks at $\omega = g/2$: above it no lag is steady, the cluster slips behind and turns on "
+                  r"average at $\omega - \sqrt{\omega^2 - g^2/4}$ (derived; the adiabatic reading says $\omega$); worst "
+                  rf"relative error of the mean turning rate over $\omega/g \in [{om.min():.3g}, {om.max():.3g}]$ "
+                  rf"(at $\omega/g = {om[i]:.3g}$)",
         verdict=ledger.answer(ledger.within(e, 2 * s, TOL_TURN)), measured=float(e), expected=0.0, tolerance=TOL_TURN,
         uncertainty=float(s)))
 
@@ -451,9 +454,10 @@ def depth_paths_claims(result: dict[str, Any], cfg: DepthPathsConfig) -> list[le
     m, se = float(end.mean()), float(_stderr(end))
     rows.append(ledger.Claim(
         id="Q-A-depth-gap-closing", paper="A", where="Sec. 3.2 / 4.2 (beyond)",
-        statement="Through a gap closing (lambda_1 and lambda_2 swap along the straight path V0 -> V1), the cluster follows the "
-                  "top eigenvector of V(t) (pointwise adiabatic): at the end of the path it is on the new top eigenvector e2; "
-                  f"measured angle from e1 at the end of the slowest path (tau = {taus[j]:g}, degrees)",
+        statement=r"Through a gap closing ($\lambda_1$ and $\lambda_2$ swap along the straight path $V_0 \to V_1$), the "
+                  r"cluster follows the top eigenvector of $V(t)$ (pointwise adiabatic): at the end of the path it is on "
+                  r"the new top eigenvector $e_2$; measured angle from $e_1$ at the end of the slowest path "
+                  rf"($\tau = {taus[j]:g}$, degrees)",
         verdict=ledger.answer(ledger.within(abs(90.0 - m), 2 * se, TOL_ANGLE)), measured=m,
         expected=f"90 (derived instead: back at its start angle, {start.mean():.3g})", tolerance=TOL_ANGLE, uncertainty=se))
 
@@ -462,25 +466,27 @@ def depth_paths_claims(result: dict[str, Any], cfg: DepthPathsConfig) -> list[le
     valid = np.asarray(result.get("valid", np.ones(exit_.shape, dtype=bool)), dtype=bool)
     pw = _ratios(exit_, result["pred_pointwise"], valid)
     j = int(np.argmax(rtaus))
-    used = f"{int(valid.sum())} of {valid.size} runs meet Assumption 4.5.4 at T_delta"
+    used = rf"{int(valid.sum())} of {valid.size} runs meet Assumption 4.5.4 at $T_\delta$"
     rows.append(ledger.Claim(
         id="Q-A-depth-bifurcation", paper="A", where="Sec. 4.2, Thm 4.6 (beyond)",
-        statement="Bifurcation depth (Sec. 4.2 setting, Q = K = I, V(t) = diag(1, 1 - eps(t)) ramped from V = I over tau): the "
-                  "frozen switch-time formula evaluated at the current V(t) (pointwise adiabatic) predicts it; measured/predicted "
-                  f"on the slowest ramp (tau = {rtaus[j]:g}; {int(valid[j].sum())} runs)",
+        statement=r"Bifurcation depth (Sec. 4.2 setting, $Q = K = I$, $V(t) = \mathrm{diag}(1, 1 - \varepsilon(t))$ "
+                  r"ramped from $V = I$ over $\tau$): the frozen switch-time formula evaluated at the current $V(t)$ "
+                  rf"(pointwise adiabatic) predicts it; measured/predicted on the slowest ramp ($\tau = {rtaus[j]:g}$; "
+                  f"{int(valid[j].sum())} runs)",
         verdict=ledger.answer(ledger.within(abs(pw[j][0] - 1), 2 * pw[j][1], TOL_DEPTH)), measured=pw[j][0],
         expected=f"1 (derived: sqrt(2) = {math.sqrt(2):.4g} once the ramp outlasts the depth)", tolerance=TOL_DEPTH,
         uncertainty=pw[j][1]))
 
-    errs = [(abs(mu - 1), sd, f"ramp tau = {tau:g}") for (mu, sd), tau in zip(_ratios(exit_, result["pred_accumulated"], valid), rtaus)]
+    errs = [(abs(mu - 1), sd, rf"ramp $\tau = {tau:g}$") for (mu, sd), tau in zip(_ratios(exit_, result["pred_accumulated"], valid), rtaus)]
     t_end, t_start = (np.tan(np.asarray(result[k], float)) for k in ("swap_phi_end", "swap_phi_start"))
-    errs += [(abs(mu - 1), sd, f"gap closing tau = {tau:g}") for (mu, sd), tau in zip(_ratios(t_end, t_start), taus)]
+    errs += [(abs(mu - 1), sd, rf"gap closing $\tau = {tau:g}$") for (mu, sd), tau in zip(_ratios(t_end, t_start), taus)]
     e, s, where = _worst(errs)
     rows.append(ledger.Claim(
         id="Q-A-depth-accumulated", paper="A", where="Sec. 4.2, Thm 4.6 (beyond)",
-        statement="Derived instead: depth-dependent weights act through the accumulated gap, at every speed: the bifurcation "
-                  "depth solves int_0^t eps = S (the frozen eps t = S), and through a gap closing tan(angle) is back at its "
-                  f"start value at the end of the path (the gap integrates to 0); worst relative error ({where}; {used})",
+        statement=r"Derived instead: depth-dependent weights act through the accumulated gap, at every speed: the "
+                  r"bifurcation depth solves $\int_0^t \varepsilon = S$ (the frozen $\varepsilon t = S$), and through a gap "
+                  r"closing $\tan(\text{angle})$ is back at its start value at the end of the path (the gap integrates "
+                  f"to 0); worst relative error ({where}; {used})",
         verdict=ledger.answer(ledger.within(e, 2 * s, TOL_DEPTH)), measured=float(e), expected=0.0, tolerance=TOL_DEPTH,
         uncertainty=float(s)))
     return rows

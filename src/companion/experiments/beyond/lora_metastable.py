@@ -380,31 +380,35 @@ def lora_metastable_claims(result: dict[str, Any], cfg: LoraMetastableConfig) ->
     return [
         ledger.Claim(
             id="Q-D-lora-rates", paper="D", where="linearisation (NOTES D) with paper A's adapters (beyond)",
-            statement="Derived: with V = I + eps E the rates at the uniform law are (1 + eps tr E / d) gamma_l to first order "
-                      "(mean over the degree on S^2; every mode k >= 2 on the circle, which also turns at Omega_k from the "
-                      f"antisymmetric part), so k_max does not move; E = u v^T at {angles} deg; worst |d lambda/d eps measured - "
-                      "derived| / gamma",
+            statement=r"Derived: with $V = I + \varepsilon E$ the rates at the uniform law are "
+                      r"$(1 + \varepsilon\operatorname{tr}E/d)\,\gamma_l$ to first order (mean over the degree on $S^2$; "
+                      r"every mode $k \ge 2$ on the circle, which also turns at $\Omega_k$ from the antisymmetric part), so "
+                      rf"$k_{{\max}}$ does not move; $E = uv^\top$ at $\theta$ = {angles} deg; worst "
+                      r"$|(d\lambda/d\varepsilon)_{\text{measured}} - (d\lambda/d\varepsilon)_{\text{derived}}|/\gamma$",
             verdict=ledger.answer(ledger.verdict(err, TOL_LORA_COEF)), measured=below(err, 1e-5), expected=0.0,
             tolerance=TOL_LORA_COEF, uncertainty=f"argmax of the measured rates (circle k, then S^2 l, per angle): {kmax}"),
         ledger.Claim(
             id="Q-D-lora-forcing", paper="D", where="linearisation (NOTES D) with paper A's adapters (beyond)",
-            statement="Derived: the traceless symmetric part S_0 of E moves the uniform law: <x^T S_0 x> grows as eps (beta gamma_1 "
-                      "/ (d - 1)) (2 tr S_0^2 / (d + 2)) (e^{gamma_2 t} - 1) / gamma_2; worst |measured / derived - 1| at t_lin "
-                      "(circle and S^2)",
+            statement=r"Derived: the traceless symmetric part $S_0$ of $E$ moves the uniform law: $\langle x^\top S_0 x\rangle$ "
+                      r"grows as $\varepsilon\,(\beta\gamma_1/(d - 1))\,(2\operatorname{tr}S_0^2/(d + 2))\,"
+                      r"(e^{\gamma_2 t} - 1)/\gamma_2$; worst $|\text{measured}/\text{derived} - 1|$ at $t_{\rm lin}$ "
+                      r"(circle and $S^2$)",
             verdict=ledger.answer(ledger.verdict(f_err, TOL_LORA_FORCING)), measured=below(f_err, 1e-5), expected=0.0,
             tolerance=TOL_LORA_FORCING),
         ledger.Claim(
             id="Q-D-lora-merge-rate", paper="D", where="paper D's merging of clusters, with an adapter (beyond)",
-            statement="Derived: two clusters settle on the axis sin 2 psi = w / a and merge at ((1 + eps e0) e^-beta - eps "
-                      "sqrt(a^2 - w^2) e^beta) / cosh(beta) (SA): damped beyond eps* = e^-beta / (|cos theta| e^beta / 2 - "
-                      "cos theta e^-beta / 2) for E = u v^T at angle theta; max |measured - derived| over angles and sizes",
+            statement=r"Derived: two clusters settle on the axis $\sin 2\psi = w/a$ and merge at rate "
+                      r"$((1 + \varepsilon e_0)e^{-\beta} - \varepsilon\sqrt{a^2 - w^2}\,e^{\beta})/\cosh\beta$ (SA): damped "
+                      r"beyond $\varepsilon^* = e^{-\beta}/(|\cos\theta|\,e^{\beta}/2 - \cos\theta\,e^{-\beta}/2)$ for "
+                      r"$E = uv^\top$ at angle $\theta$; max $|\text{measured} - \text{derived}|$ over angles and sizes",
             verdict=ledger.answer(ledger.verdict(m_err, TOL_RATE)), measured=below(m_err, RATE_FLOOR), expected=0.0,
             tolerance=TOL_RATE, uncertainty=f"largest drift of the pair's axis off the derived one: {below(float(np.max(tt['axis_drift'])), 1e-9)} rad"),
         ledger.Claim(
             id="Q-D-lora-kmax-switch", paper="D", where="linearisation (NOTES D) with paper A's adapters (beyond)",
-            statement=f"The selected mode moves from k_max = {int(sw['k_max'])} to 2 once eps exceeds eps_sel(n) (the forced "
-                      f"degree 2 outgrows the noise in k_max; beta = {float(result['beta_switch']):g}, n = {int(result['n_switch'])}): "
-                      f"share of runs selecting 2 at eps = {fac[hi]:.3g} eps_sel",
+            statement=rf"The selected mode moves from $k_{{\max}} = {int(sw['k_max'])}$ to 2 once $\varepsilon$ exceeds "
+                      rf"$\varepsilon_{{\rm sel}}(N)$ (the forced degree 2 outgrows the noise in $k_{{\max}}$; "
+                      rf"$\beta = {float(result['beta_switch']):g}$, $N = {int(result['n_switch'])}$): share of runs "
+                      rf"selecting 2 at $\varepsilon = {fac[hi]:.3g}\,\varepsilon_{{\rm sel}}$",
             verdict=ledger.answer(sw_v), measured=float(share[hi]),
             expected=f">= {SWITCH_SUPPORT:g} (derived {float(sw['predicted_share'][hi]):.3g}; shares at eps/eps_sel = "
                      f"{', '.join(f'{f:.3g}' for f in fac)}: measured {', '.join(f'{x:.3g}' for x in share)}, derived "
@@ -412,9 +416,9 @@ def lora_metastable_claims(result: dict[str, Any], cfg: LoraMetastableConfig) ->
             tolerance=SWITCH_SUPPORT, uncertainty=wilson(int(round(share[hi] * T)), T, "runs")),
         ledger.Claim(
             id="Q-D-lora-plateau", paper="D", where="paper D's metastable plateau, with an adapter (beyond)",
-            statement="Above eps* the aligned two-cluster state is stable: of the runs (aligned adapter, eps = "
-                      f"{', '.join(f'{f:g}' for f in pf[above])} eps*) whose two clusters reached the derived axis, the share "
-                      "that merged by t_max",
+            statement=r"Above $\varepsilon^*$ the aligned two-cluster state is stable: of the runs (aligned adapter, "
+                      rf"$\varepsilon = {', '.join(f'{f:g}' for f in pf[above])}\,\varepsilon^*$) whose two clusters reached "
+                      r"the derived axis, the share that merged by $t_{\max}$",
             verdict=ledger.answer(pl_v), measured=frac_merged,
             expected=f"<= {TOL_UNDECIDED:g} (control: share of the {n_ctrl} plateaus without adapter ended by t_max "
                      f"{frac_ended:.3g}, needed >= {1 - TOL_UNDECIDED:g})",

@@ -189,8 +189,8 @@ def negdef_patterns_claims(result: dict[str, Any], cfg: NegdefPatternsConfig) ->
     main = ledger.graded([ledger.verdict(bad, 0)], [ledger.verdict(slow / n, TOL_UNDECIDED)])
     rows = [ledger.Claim(
         id="Q-C-negdef-patterns", paper="C", where="Thm. 5.2, Sec. 7.3 (beyond)",
-        statement="n >= 3, V negative definite: no run ends in a sign split on e_d that the block criterion (Thm. 5.2 with the "
-                  "singleton correction) calls unstable; runs ending in such a split",
+        statement=r"For $n \ge 3$ and $V$ negative definite, no run ends in a sign split on $e_d$ that the block criterion "
+                  "(Thm. 5.2 with the singleton correction) calls unstable; measured: runs ending in such a split",
         verdict=ledger.answer(main), measured=bad,
         expected=f"0 (and <= {TOL_UNDECIDED:g} of runs unsettled; measured {slow}/{n})", tolerance=0,
         uncertainty=f"{wilson(bad, n, 'runs')}; in a stable split {result['in_stable']}/{n}, in a split Thm. 5.2 as stated calls "
@@ -198,7 +198,8 @@ def negdef_patterns_claims(result: dict[str, Any], cfg: NegdefPatternsConfig) ->
     rule = dict(reproduced=PATTERN_SUPPORT, partly=PATTERN_REFUTE, better="higher")
     rows.append(ledger.Claim(
         id="Q-C-negdef-no-split", paper="C", where="Thm. 5.2 (beyond)",
-        statement="Where the criterion calls no sign split stable (small beta, few tokens), the runs end in another pattern; share of runs",
+        statement=r"Where the criterion calls no sign split stable (small $\beta$, few tokens), the runs end in another "
+                  "pattern; share of runs",
         verdict=ledger.answer(ledger.verdict(k / m, **rule)) if m else ledger.Verdict("inconclusive"),
         measured=k / m if m else None, expected=f">= {PATTERN_SUPPORT:g}", tolerance=PATTERN_SUPPORT,
         uncertainty=wilson(k, m, "runs") if m else "no such cell in the grid"))

@@ -227,20 +227,22 @@ def terminal_map_claims(result: dict[str, Any], cfg: TerminalMapConfig) -> list[
     return [
         ledger.Claim(
             id="Q-B-terminal-linear-rate", paper="B", where="Conjecture 1 (beyond)",
-            statement="Derived: moving both poles of the bipolar state on F^abs along F grows at rho - tanh(x); "
-                      "max |measured - derived| over the map's cells",
+            statement=r"Derived: moving both poles of the bipolar state on $F^{\mathrm{abs}}$ along $F$ grows at rate "
+                      r"$\rho - \tanh x$; max $|\text{measured} - \text{derived}|$ over the map's cells",
             verdict=ledger.answer(ledger.verdict(err, TOL_RATE)), measured=below(err, RATE_FLOOR), expected=0.0, tolerance=TOL_RATE),
         ledger.Claim(
             id="Q-B-terminal-map", paper="B", where="Conjecture 1 (beyond)",
-            statement="The terminal phase ends on F where only the consensus on F is stable, on F^abs where only its bipolar "
-                      "state is, on either where both are (F^abs needs <v,Bv> < 0 and rho < tanh(x)): runs contradicting that",
+            statement=r"The terminal phase ends on $F$ where only the consensus on $F$ is stable, on $F^{\mathrm{abs}}$ where "
+                      r"only its bipolar state is, on either where both are ($F^{\mathrm{abs}}$ needs $\langle v, Bv\rangle < 0$ "
+                      r"and $\rho < \tanh x$): runs contradicting that",
             verdict=ledger.answer(main), measured=t["contradictions"],
             expected=f"0 (and <= {TOL_UNDECIDED:g} of runs unsettled; measured {t['undecided']}/{t['runs']})", tolerance=0,
             uncertainty=wilson(t["contradictions"], t["runs"], "runs")),
         ledger.Claim(
             id="Q-B-terminal-neither", paper="B", where="Conjecture 1 (beyond)",
-            statement="Counterexamples to 'every (B, V) ends on F or F^abs': with no positive eigenvalue of V and B pushing the "
-                      "poles of F^abs apart (x < 0), the runs end on neither; share of such runs",
+            statement=r"Counterexamples to 'every $(B, V)$ ends on $F$ or $F^{\mathrm{abs}}$': with no positive eigenvalue "
+                      r"of $V$ and $B$ pushing the poles of $F^{\mathrm{abs}}$ apart ($x < 0$), the runs end on neither; "
+                      "share of such runs",
             verdict=ledger.answer(ledger.verdict(frac_nn, 1 - TOL_UNDECIDED, better="higher")) if t["neither_cells_runs"]
             else ledger.answer(ledger.NOT_CHECKABLE),
             measured=frac_nn, expected=f">= {1 - TOL_UNDECIDED:g}", tolerance=TOL_UNDECIDED,

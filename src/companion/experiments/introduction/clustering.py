@@ -144,7 +144,7 @@ def clustering_claims(result: dict[str, Any], cfg: ClusteringConfig) -> list[led
     lo, hi = fraction_interval(round(frac * cfg.trials), cfg.trials)
     return [ledger.Claim(
         id="D-background-single-cluster", paper="D", where="Background: the collapse metastability delays (review answer Q1; proved by Geshkovski et al. 2023, cited there)",
-        statement=f"With Q = K = V = I, tokens on S^{cfg.d - 1} (beta = {cfg.beta:g}, n = {cfg.n}) eventually collapse into a "
+        statement=rf"With $Q = K = V = I$, tokens on $\mathbb{{S}}^{{{cfg.d - 1}}}$ ($\beta = {cfg.beta:g}$, $n = {cfg.n}$) eventually collapse into a "
                   "single cluster; metastability only delays it.",
         verdict=ledger.verdict(frac, 1.0, partly=ONE_CLUSTER_PARTLY, better="higher"),
         measured=frac, expected=1.0, tolerance=0.0, uncertainty=f"95% [{lo:.2f}, {hi:.2f}] of {cfg.trials} trials")]

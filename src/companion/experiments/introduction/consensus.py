@@ -162,11 +162,11 @@ def consensus_claims(result: dict[str, Any], cfg: ConsensusConfig) -> list[ledge
     return [
         ledger.Claim(
             id="C-4.1-consensus-closed-form", paper="C", where="Sec. 4.1, eq. (4.4)",
-            statement="On the consensus manifold the modal masses follow p_k(t) = p_k(0) e^{2 lambda_k t} / sum_l p_l(0) e^{2 lambda_l t}.",
+            statement=r"On the consensus manifold the modal masses follow $p_k(t) = p_k(0)\, e^{2\lambda_k t} / \sum_l p_l(0)\, e^{2\lambda_l t}$.",
             verdict=ledger.verdict(err, TOL_EXACT), measured=below(err), expected=0.0, tolerance=TOL_EXACT),
         ledger.Claim(
             id="C-4.1-log-ratio-slopes", paper="C", where="Sec. 4.1",
-            statement="d/dt log(p_k / p_m) = 2 (lambda_k - lambda_m): only the largest eigenvalue on the initial support survives.",
+            statement=r"$\frac{d}{dt}\log(p_k/p_m) = 2(\lambda_k - \lambda_m)$: only the largest eigenvalue on the initial support survives.",
             verdict=ledger.verdict(slope_err, TOL_SLOPE), measured=[round(s, 6) for s in slopes],
             expected=list(result["slopes_theory"]), tolerance=TOL_SLOPE),
     ]

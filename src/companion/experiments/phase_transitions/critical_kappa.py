@@ -17,7 +17,7 @@ from ...registry import PaperScale, claims_for, experiment
 from ...report import fmt
 from ...style import COLORS, FULL_WIDTH, MIN_FONT
 from ...theory import lora_depth as th
-from ._shared import F64, LAMBDAS3, SYNC_RATIO, _plot_ax, window_mean
+from ._shared import F64, LAMBDAS3, SYNC_RATIO, window_mean
 
 __all__ = ["CriticalKappaConfig", "critical_kappa", "critical_kappa_claims", "plot_critical_kappa"]
 
@@ -246,33 +246,35 @@ def critical_kappa_claims(result: dict[str, Any], cfg: CriticalKappaConfig) -> l
     return [
         ledger.Claim(
             id="A-eq21-small-kappa", paper="A", where="Thm 4.2 (21)",
-            statement="At eta_L = sqrt(L) the stationary deviation approaches n sum_{i>=2} kappa/(2(lambda1-lambda_i)+d kappa) "
-                      "as kappa decreases",
+            statement=r"At $\eta_L = \sqrt L$ the stationary deviation approaches "
+                      r"$n\sum_{i\ge2}\kappa/(2(\lambda_1-\lambda_i)+d\kappa)$ as $\kappa$ decreases",
             verdict=ledger.verdict(float(np.max(np.abs(r21 - 1))), TOL_RATIO),
             measured=f"ratios {fmt(r21[0])}, {fmt(r21[1])} at kappa {kappas[0]}, {kappas[1]}", expected=1.0, tolerance=TOL_RATIO,
             uncertainty=[round(float(x), 4) for x in se21]),
         ledger.Claim(
             id="A-thmD4-sum-from-1", paper="A", where="Thm D.4",
-            statement="The D.4 form (sum from i = 1) predicts the stationary deviation",
+            statement="The D.4 form (sum from $i = 1$) predicts the stationary deviation",
             verdict=ledger.verdict(float(np.max(np.abs(rD4 - 1))), TOL_RATIO),
             measured=f"ratios {fmt(rD4[0])}, {fmt(rD4[1])}", expected=1.0, tolerance=TOL_RATIO,
             uncertainty=[round(float(x), 5) for x in q_se[:SMALL_KAPPAS] / np.asarray(result["D4"])[:SMALL_KAPPAS]]),
         ledger.Claim(
             id="A-eq21-bingham-all-kappa", paper="A", where="Thm 4.2 (21), derived limit",
-            statement=f"The exact synchronised limit (Bingham law) matches the measured deviation for every kappa in "
-                      f"[{kappas[0]}, {kappas[-1]}]",
+            statement=rf"The exact synchronised limit (Bingham law) matches the measured deviation for every "
+                      rf"$\kappa \in [{kappas[0]}, {kappas[-1]}]$",
             verdict=_two_level(ledger.verdict(float(zB.max()), TOL_Z), float(np.max(np.abs(rB - 1))), BINGHAM_PARTLY),
             measured=f"ratios in [{fmt(rB.min(), 2)}, {fmt(rB.max(), 2)}], max {fmt(zB.max(), 2)} s.e. from 1", expected=1.0,
             tolerance=f"{TOL_Z:g} s.e. (partly: {BINGHAM_PARTLY:.0%})", uncertainty=f"s.e. of ratios {fmt(rB_se.min(), 2)}-{fmt(rB_se.max(), 2)}"),
         ledger.Claim(
             id="A-fig8-synchronisation", paper="A", where="Fig. 8 / proof of Thm 4.2",
-            statement="At eta_L = sqrt(L) the tokens synchronise (spread -> 0) around a randomly moving common direction",
+            statement=r"At $\eta_L = \sqrt L$ the tokens synchronise (spread $\to 0$) around a randomly moving common "
+                      "direction",
             verdict=sync, measured=f"spread/displacement {fmt(ratio8, 2)}", expected=f"< {SYNC_RATIO:g}",
             tolerance=f"displacement > {DISP_MIN:g}"),
         ledger.Claim(
             id="A-lemD5-spread-rate", paper="A", where="Lemma D.5 (97)",
-            statement="Near u1 the token spread S(t) = sum_i |xi_i - xi_bar|^2 contracts at rate C_S = 2 lambda_1 + (d - 2) kappa "
-                      "- O(eps): at the smallest kappa the measured rate falls short of 2 lambda_1 + (d - 2) kappa by at most 5 %",
+            statement=r"Near $u_1$ the token spread $S(t) = \sum_i \|\xi_i - \bar\xi\|^2$ contracts at rate "
+                      r"$C_S = 2\lambda_1 + (d - 2)\kappa - O(\varepsilon)$: at the smallest $\kappa$ the measured rate "
+                      r"falls short of $2\lambda_1 + (d - 2)\kappa$ by at most 5 %",
             verdict=ledger.verdict(shortfall, TOL_SPREAD_RATE),
             measured=f"rates {fmt(rate[0])}, {fmt(rate[1])} at kappa {kappas[0]}, {kappas[1]} (C_S {fmt(C_S[0], 4)}, {fmt(C_S[1], 4)}); "
                      f"at kappa {kappas[-1]}: {fmt(rate[-1])} (C_S {fmt(C_S[-1])})",
@@ -280,8 +282,9 @@ def critical_kappa_claims(result: dict[str, Any], cfg: CriticalKappaConfig) -> l
             uncertainty=[round(float(x), 4) for x in rate_se[:SMALL_KAPPAS]]),
         ledger.Claim(
             id="A-lemD7-relaxation-rate", paper="A", where="Lemma D.7 (100)",
-            statement="E Q(t) = E sum_i |xi_i|^2 approaches its stationary level at least at rate gap + d kappa / 2 "
-                      f"(judged for kappa >= {RELAX_FROM_KAPPA:g}, where the level is well above Q(0))",
+            statement=r"$\mathbb E\,Q(t) = \mathbb E\sum_i \|\xi_i\|^2$ approaches its stationary level at least at rate "
+                      rf"$\mathrm{{gap}} + d\kappa/2$ (judged for $\kappa \ge {RELAX_FROM_KAPPA:g}$, where the level is "
+                      "well above $Q(0)$)",
             verdict=relax_verdict,
             measured=f"rates {[round(float(x), 2) for x in relax[judged]]} against {[round(float(x), 3) for x in d7[judged]]}; "
                      f"largest shortfall {fmt(z7, 2)} s.e.",

@@ -17,7 +17,7 @@ from ... import init, ledger
 from ...metrics.hull import hull_excess
 from ...registry import PaperScale, claims_for, experiment
 from ...report import fmt
-from ...style import COLORS, FULL_WIDTH, MIN_FONT
+from ...style import COLORS, MIN_FONT
 from ...theory import lora_depth as th
 from ._shared import BOUND_RATIO, F64, _dist_to_set, _plot_ax, base_run, perturbed_times
 
@@ -189,19 +189,22 @@ def depth_transition_claims(result: dict[str, Any], cfg: DepthTransitionConfig) 
     return [
         ledger.Claim(
             id="A-thm4.6-exit-bound", paper="A", where="Thm 4.6 (2)",
-            statement=f"T*(delta) <= max(T_delta, T_dom) + 16|l|delta/(lambda1 D-) for V~ = diag(1, 1-eps), eps = {cfg.eps:g}",
+            statement=r"$T^*(\delta) \le \max\{T_\delta, T_{\mathrm{dom}}\} + 16\|\ell\|\delta/(\lambda_1 D_-)$ for "
+                      rf"$\tilde V = \mathrm{{diag}}(1, 1-\varepsilon)$, $\varepsilon = {cfg.eps:g}$",
             verdict=ledger.verdict(worst, BOUND_RATIO), measured=f"max T*/bound {fmt(worst)} over {int(ok.sum())} inits",
             expected="<= 1", tolerance=0),
         ledger.Claim(
             id="A-thm4.6-switch-time", paper="A", where="Thm 4.6 (derived argmax switch time)",
-            statement="The measured exit time equals the hard-argmax switch time of the base clusters plus the short 2 delta travel",
+            statement=r"The measured exit time equals the hard-argmax switch time of the base clusters plus the short "
+                      r"$2\delta$ travel",
             verdict=ledger.verdict(outside, 0.0, scale=-SWITCH_EARLY),
             measured=f"T* - t_switch in [{fmt(gapsw.min())}, {fmt(gapsw.max())}]", expected="[0, 2]", tolerance=-SWITCH_EARLY,
             uncertainty="save step 0.5"),
         ledger.Claim(
             id="A-thm4.6-qk-setting", paper="A", where="App. E.3.1 / Fig. 5, Assumption 4.5",
-            statement=f"App. E.3.1 illustrates Thm 4.6 with Q~ = K~ = e1 e1^T, V~ = diag{tuple(cfg.v_b)}: Assumption 4.5 "
-                      "(simple dominant eigenvalue, gap = lambda_1 - |lambda_2| > 0) holds there",
+            statement=rf"App. E.3.1 illustrates Thm 4.6 with $\tilde Q = \tilde K = e_1 e_1^\top$, "
+                      rf"$\tilde V = \mathrm{{diag}}{tuple(cfg.v_b)}$: Assumption 4.5 (simple dominant eigenvalue, "
+                      r"$\mathrm{gap} = \lambda_1 - |\lambda_2| > 0$) holds there",
             verdict=ledger.verdict(bool(gap_b > GAP_MIN)),
             measured=f"gap {fmt(gap_b)}; Assumption 4.5 accepted for {int(appl_b.sum())}/{appl_b.size} inits{bound_txt}; "
                      f"measured exit: T* - T_delta median {fmt(np.median(exit_b - T_delta))}, distance to C at T_delta median "
@@ -209,13 +212,15 @@ def depth_transition_claims(result: dict[str, Any], cfg: DepthTransitionConfig) 
             expected="gap > 0", tolerance=GAP_MIN),
         ledger.Claim(
             id="A-fig5-qk-exit", paper="A", where="Fig. 5 / App. E.3.1",
-            statement="With Q~ = K~ = e1 e1^T the perturbed tokens leave the base clusters (exit T*(delta) within the horizon)",
+            statement=r"With $\tilde Q = \tilde K = e_1 e_1^\top$ the perturbed tokens leave the base clusters (exit "
+                      r"$T^*(\delta)$ within the horizon)",
             verdict=ledger.verdict(float(left_b.mean()), 1.0, partly=EXIT_PARTLY, better="higher"),
             measured=float(left_b.mean()), expected=1.0, tolerance=0.0,
             uncertainty=f"{left_b.size} inits; T* - T_delta max {fmt(np.max(exit_b - T_delta))}"),
         ledger.Claim(
             id="A-corB8-bounded", paper="A", where="Lemma B.7 / Cor. B.8",
-            statement="For V with real non-negative spectrum the rescaled tokens stay bounded: each coordinate phi_k^*(z_i) "
-                      "stays within its initial range (base V = I_2 and V~ = diag(1, 1 - eps))",
+            statement=r"For $V$ with real non-negative spectrum the rescaled tokens stay bounded: each coordinate "
+                      r"$\varphi_k^*(z_i)$ stays within its initial range (base $V = I_2$ and "
+                      r"$\tilde V = \mathrm{diag}(1, 1 - \varepsilon)$)",
             verdict=ledger.verdict(excess, TOL_HULL), measured=_rounded(excess), expected="<= 0", tolerance=TOL_HULL),
     ]

@@ -14,7 +14,7 @@ import torch
 from ... import fits, init, ledger
 from ...registry import PaperScale, claims_for, experiment
 from ...report import fmt
-from ...style import COLORS, FULL_WIDTH, MIN_FONT
+from ...style import COLORS, MIN_FONT
 from ...theory import lora_depth as th
 from ._shared import BOUND_RATIO, F64, SLOPE_SE, TOL_SLOPE, _plot_ax, base_run, perturbed_times, slope_tolerance
 
@@ -206,18 +206,20 @@ def eps_sweep_claims(result: dict[str, Any], cfg: EpsSweepConfig) -> list[ledger
     return [
         ledger.Claim(
             id="A-thm4.6-part1", paper="A", where="Thm 4.6 (1)",
-            statement="For eps small enough the perturbed tokens stay within 2 delta of C on [T_delta, 10 T_delta]",
+            statement=r"For $\varepsilon$ small enough the perturbed tokens stay within $2\delta$ of $\mathcal C$ on "
+                      r"$[T_\delta, 10T_\delta]$",
             verdict=ledger.verdict(bool(np.all(np.isfinite(es)))), measured=es_txt, expected="exists (> 0)", tolerance="grid of eps"),
         ledger.Claim(
             id="A-eps-scaling", paper="A", where="Thm 4.6 / arXiv 2402.15415 plot",
-            statement="Time to bifurcation scales like 1/eps (log-log exponent -1, as the argmax switch time and the 1/gap term of T_dom)",
+            statement=r"Time to bifurcation scales like $1/\varepsilon$ (log-log exponent $-1$, as the argmax switch time "
+                      r"and the $1/\mathrm{gap}$ term of $T_{\mathrm{dom}}$)",
             verdict=ledger.verdict(abs(ex - EPS_EXPONENT), slope_tolerance(ex_se)),
             measured=f"exponent {fmt(ex)} +- {fmt(ex_se, 1)} (bound {fmt(result['exponent_bound'])}, "
                      f"time to cluster {fmt(result['exponent_settle'])} +- {fmt(result['exponent_settle_se'], 1)})",
             expected=EPS_EXPONENT, tolerance=f"max({TOL_SLOPE}, {SLOPE_SE:g} s.e.)", uncertainty=round(ex_se, 4)),
         ledger.Claim(
             id="A-thm4.6-bound-sweep", paper="A", where="Thm 4.6 (2)",
-            statement="The exit-time bound holds across the eps sweep",
+            statement=r"The exit-time bound holds across the $\varepsilon$ sweep",
             verdict=ledger.verdict(worst, BOUND_RATIO),
             measured=f"max T*/bound {fmt(worst)} over {int(okb.sum())} (eps, init) pairs", expected="<= 1", tolerance=0),
     ]

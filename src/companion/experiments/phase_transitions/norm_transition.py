@@ -19,7 +19,7 @@ from ... import fits, ledger
 from ...models.layer_maps import adapter_chain, near_u1
 from ...registry import PaperScale, claims_for, experiment, sweep_point
 from ...report import fmt
-from ...style import COLORS, FULL_WIDTH, MIN_FONT
+from ...style import COLORS, MIN_FONT
 from ...theory import lora_depth as th
 from ._shared import F64, LAMBDAS3, SLOPE_SE, SYNC_RATIO, TOL_SLOPE, _gen, _plot_ax, slope_tolerance
 
@@ -261,39 +261,42 @@ def norm_transition_claims(result: dict[str, Any], cfg: NormTransitionConfig) ->
     return [
         ledger.Claim(
             id="A-thm4.2-subcritical-vanishes", paper="A", where="Thm 4.2 (20)",
-            statement="For eta_L << sqrt(L) the deviation E sum_i |x_i^L - u1|^2 vanishes as L grows (alpha = 0, 1/4)",
+            statement=r"For $\eta_L \ll \sqrt L$ the deviation $\mathbb E\sum_i \|x_i^L - u_1\|^2$ vanishes as $L$ grows "
+                      r"($\alpha = 0, 1/4$)",
             verdict=ledger.verdict(max(s0, s14), SUBCRITICAL_SLOPE, scale=abs(SUBCRITICAL_SLOPE)),
             measured=f"slopes {fmt(s0)}, {fmt(s14)}", expected="< 0", tolerance=f"slope < {SUBCRITICAL_SLOPE}",
             uncertainty=f"s.e. {fmt(e0, 1)}, {fmt(e14, 1)}"),
         ledger.Claim(
             id="A-thm4.2-rate-1/L-alpha0", paper="A", where="Thm 4.2 (20)",
-            statement="For bounded eta_L (alpha = 0) the deviation is O(1/L): log-log slope -1 in L",
+            statement=r"For bounded $\eta_L$ ($\alpha = 0$) the deviation is $O(1/L)$: log-log slope $-1$ in $L$",
             verdict=ledger.verdict(abs(s0 + 1), tol0), measured=round(s0, 3), expected=-1.0,
             tolerance=f"max({TOL_SLOPE}, {SLOPE_SE:g} s.e.) = {fmt(tol0, 2)}", uncertainty=round(e0, 3)),
         ledger.Claim(
             id="A-thm4.2-rate-1/L-alpha1/4", paper="A", where="Thm 4.2 (20)",
-            statement="(20) as stated for every eta_L << sqrt(L): at eta_L = L^(1/4) the deviation is O(1/L) (slope -1); "
-                      "the kappa_eff derivation gives L^(2 alpha - 1) = L^(-1/2) instead (A-thm4.2-rate-derived)",
+            statement=r"Rate (20) as stated, for every $\eta_L \ll \sqrt L$: at $\eta_L = L^{1/4}$ the deviation is $O(1/L)$ "
+                      r"(slope $-1$); the $\kappa_{\mathrm{eff}}$ derivation gives $L^{2\alpha - 1} = L^{-1/2}$ instead "
+                      "(A-thm4.2-rate-derived)",
             verdict=ledger.verdict(abs(s14 + 1), tol14), measured=round(s14, 3), expected=-1.0,
             tolerance=f"max({TOL_SLOPE}, {SLOPE_SE:g} s.e.) = {fmt(tol14, 2)}",
             uncertainty=round(e14, 3)),
         ledger.Claim(
             id="A-thm4.2-rate-derived", paper="A", where="Thm 4.2 (20), derived kappa_eff law",
-            statement="Below the critical scaling the deviation decays like L^(2 alpha - 1) (kappa_eff = kappa L^(2 alpha - 1)): "
-                      "slopes -1 and -1/2 for alpha = 0, 1/4",
+            statement=r"Below the critical scaling the deviation decays like $L^{2\alpha - 1}$ "
+                      r"($\kappa_{\mathrm{eff}} = \kappa L^{2\alpha - 1}$): slopes $-1$ and $-1/2$ for $\alpha = 0, 1/4$",
             verdict=ledger.verdict(derived, 1.0), measured=f"slopes {fmt(s0, 2)} +- {fmt(e0, 1)}, {fmt(s14, 2)} +- {fmt(e14, 1)}",
             expected="-1, -0.5", tolerance=f"max({TOL_SLOPE}, {SLOPE_SE:g} s.e.)", uncertainty=[round(e0, 3), round(e14, 3)]),
         ledger.Claim(
             id="A-thm4.2-supercritical", paper="A", where="Thm 4.2 (discussion)",
-            statement="For eta_L >> sqrt(L) (alpha = 3/4) the tokens leave the neighbourhood of u1 as L grows, "
-                      "while alpha = 1/2 stays at a finite level",
+            statement=r"For $\eta_L \gg \sqrt L$ ($\alpha = 3/4$) the tokens leave the neighbourhood of $u_1$ as $L$ "
+                      r"grows, while $\alpha = 1/2$ stays at a finite level",
             verdict=ledger.verdict(bool(super_ok)),
             measured=f"slope {fmt(s34, 2)} (alpha=3/4), {fmt(s12, 2)} (alpha=1/2); level at L={result['depths'][-1]} "
                      f"{fmt(level34, 2)} (uniform {fmt(result['uniform_level'])})",
             expected=f"slope > {SUPER_SLOPE}; |slope(1/2)| < {CRITICAL_FLAT}", tolerance=f"level > {SUPER_LEVEL_RATIO:g}x critical"),
         ledger.Claim(
             id="A-sec4.1.1-supercritical-sync", paper="A", where="Sec. 4.1.1 (discussion of Thm 4.2)",
-            statement="For eta_L >> sqrt(L) (alpha = 3/4) the tokens synchronise around a strongly random moving direction",
+            statement=r"For $\eta_L \gg \sqrt L$ ($\alpha = 3/4$) the tokens synchronise around a strongly random moving "
+                      "direction",
             verdict=sync, measured=f"spread/displacement {fmt(sp34 / di34, 2)}, displacement {fmt(di34, 2)} at L={result['depths'][-1]}",
             expected=f"spread/displacement < {SYNC_RATIO:g}", tolerance=f"displacement > {fmt(DISP_STRONG)} (uniform: 2/3)"),
     ]

@@ -14,7 +14,7 @@ from ... import ledger
 from ...models.layer_maps import adapter_chain, near_u1
 from ...registry import PaperScale, claims_for, experiment
 from ...report import fmt
-from ...style import COLORS, FULL_WIDTH, MIN_FONT
+from ...style import COLORS, MIN_FONT
 from ...theory import lora_depth as th
 from ._shared import F64, _gen, _plot_ax, window_mean
 
@@ -152,6 +152,6 @@ def rank_independence_claims(result: dict[str, Any], cfg: RankIndependenceConfig
     ranks = ", ".join(str(int(r)) for r in result["ranks"])
     return [ledger.Claim(
         id="A-rank-independence", paper="A", where="Sec. 4.1 / Fig. 2",
-        statement=f"At fixed kappa, ranks {ranks} give the same deviation within error bars",
+        statement=rf"At fixed $\kappa$, ranks {ranks} give the same deviation within error bars",
         verdict=ledger.verdict(z, RANK_Z), measured=f"max z {fmt(z, 2)}", expected=f"< {RANK_Z:g}", tolerance=RANK_Z,
         uncertainty="z in combined standard errors")]

@@ -18,7 +18,7 @@ from ... import fits, init, ledger
 from ...models.layer_maps import coupled_samples, layer_map_samples
 from ...registry import PaperScale, claims_for, experiment
 from ...report import fmt
-from ...style import COLORS, FULL_WIDTH, MIN_FONT
+from ...style import COLORS, MIN_FONT
 from ._shared import F64, LAMBDAS3, SLOPE_SE, TOL_SLOPE, _plot_ax, slope_tolerance
 
 __all__ = ["WeakErrorConfig", "weak_error", "weak_error_claims", "plot_weak_error"]
@@ -184,10 +184,11 @@ def weak_error_claims(result: dict[str, Any], cfg: WeakErrorConfig) -> list[ledg
     sc = np.asarray(result["scaled"], dtype=float)
     return [ledger.Claim(
         id="A-thmD.2-weak-error", paper="A", where="Thm. D.2, eq. (93)",
-        statement="the layer map (18) with i.i.d. Gaussian value adapters (eta_L = sqrt(L), Assumption D.1) tracks the "
-                  "Ito SDE (91) with weak error O(1/L) at fixed t_L = 1: fitted log-log slope of |E phi(X^L) - E phi(X)| "
-                  "against L, "
-                  f"phi = mean_i <x_i, u1>; L |error| = {', '.join(f'{x:.2g}' for x in sc)} for L = "
+        statement=r"The layer map (18) with i.i.d. Gaussian value adapters ($\eta_L = \sqrt L$, Assumption D.1) tracks "
+                  r"the Itô SDE (91) with weak error $O(1/L)$ at fixed $t_L = 1$: fitted log-log slope of "
+                  r"$|\mathbb E\varphi(X^L) - \mathbb E\varphi(X)|$ against $L$, "
+                  r"$\varphi(X) = \frac1n\sum_i\langle x_i, u_1\rangle$; "
+                  rf"$L\,|\text{{error}}|$ = {', '.join(f'{x:.2g}' for x in sc)} for $L$ = "
                   + ", ".join(str(L) for L in result["depths"]),
         verdict=ledger.verdict(s + 1.0, tol, scale=tol), measured=round(s, 3), expected="<= -1",
         tolerance=f"max({TOL_SLOPE}, {SLOPE_SE:g} s.e.) = {fmt(tol, 2)}", uncertainty=round(se, 3))]

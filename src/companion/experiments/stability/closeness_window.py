@@ -198,11 +198,12 @@ def closeness_window_claims(result: dict[str, Any], cfg: ClosenessWindowConfig) 
     ratio = float(result["min_ratio"])
     return [ledger.Claim(
         id="A-remarkC.6-window", paper="A", where="Remark C.6",
-        statement="the doubly exponential bound keeps the two dynamics close until t << log log(1/eps): the time t* at "
-                  f"which W2 reaches {float(result['level']):g} is at least the window bound (14) guarantees (smallest "
-                  f"ratio t*/window). Shape: slope of t* against ln(1/eps) {float(result['slope']):.3g} (1/lambda = "
-                  f"{1 / float(result['growth_rate']):.3g} from the growth of W2), last/first local slope "
-                  f"{float(result['slope_ratio']):.2g} (1 for W2 ~ eps e^(lambda t), {float(result['loglog_ratio']):.2g} "
-                  "for a log log law); "
-                  f"the guaranteed window grows by {float(result['bound_slope']):.2g} per unit of ln(1/eps)",
+        statement=r"The doubly exponential bound keeps the two dynamics close until $t \ll \log\log(1/\varepsilon)$: the "
+                  f"time $t^*$ at which $W_2$ reaches {float(result['level']):g} is at least the window that bound (14) "
+                  r"guarantees (smallest ratio $t^*/\text{window}$). Shape: slope of $t^*$ against $\ln(1/\varepsilon)$ "
+                  rf"{float(result['slope']):.3g} ($1/\lambda = {1 / float(result['growth_rate']):.3g}$ from the growth "
+                  f"of $W_2$), last/first local slope {float(result['slope_ratio']):.2g} "
+                  rf"(1 for $W_2 \sim \varepsilon e^{{\lambda t}}$, {float(result['loglog_ratio']):.2g} for a "
+                  r"$\log\log$ law); "
+                  rf"the guaranteed window grows by {float(result['bound_slope']):.2g} per unit of $\ln(1/\varepsilon)$",
         verdict=ledger.verdict(ratio, 1.0, better="higher"), measured=ratio, expected=">= 1", tolerance=0.0)]

@@ -178,9 +178,9 @@ def cone_collapse_claims(result: dict[str, Any], cfg: ConeCollapseConfig) -> lis
     end = np.asarray(result["end_ratio"])
     return [ledger.Claim(
         id="A-lemmaC.13-cone-collapse", paper="A", where="Lemma C.13",
-        statement="under Assumption 3.2, tokens with <x_i(0), u1> >= gamma > 0 converge to u1, with "
-                  "max_i |x_i(t) - u1| <= sqrt(2(1 - phi(t))), phi the comparison solution (largest ratio over runs and "
-                  f"times t > 0 where the rate exceeds 1e-10; at the last such time the runs sit at {float(np.min(end)):.2g} to "
-                  f"{float(np.max(end)):.2g} of the rate, "
-                  f"largest distance to u1 {float(np.max(result['final_err'])):.2g})",
+        statement=r"Under Assumption 3.2, tokens with $\langle x_i(0), u_1\rangle \ge \gamma > 0$ converge to $u_1$, "
+                  r"with $\max_i \|x_i(t) - u_1\| \le \sqrt{2(1 - \varphi(t))}$, $\varphi$ the comparison solution "
+                  r"(largest ratio over runs and times $t > 0$ where the rate exceeds $10^{-10}$; at the last such "
+                  f"time the runs sit at {float(np.min(end)):.2g} to {float(np.max(end)):.2g} of the rate, "
+                  f"largest distance to $u_1$ {float(np.max(result['final_err'])):.2g})",
         verdict=ledger.verdict(mr, 1.0 + TOL_RATE_REL, scale=1.0), measured=mr, expected="<= 1", tolerance=TOL_RATE_REL)]

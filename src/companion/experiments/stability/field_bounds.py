@@ -295,28 +295,36 @@ def field_bounds_claims(result: dict[str, Any], cfg: FieldBoundsConfig) -> list[
     mx = {k: float(np.nanmax(result[k])) for k in ("r40", "r41", "r42", "r44", "r45_in", "r45_out", "r49_in", "r49_out")}
     z, r42 = np.asarray(result["z"]), np.asarray(result["r42"])
     bad = z[r42 > 1.0 + TOL_BOUND_REL]
-    worst_z = f"largest R^2|A| with a violation {float(bad.max()):.3g}" if bad.size else "no violation"
+    worst_z = rf"largest $R^2\|A\|$ with a violation {float(bad.max()):.3g}" if bad.size else "no violation"
     far = float(result["far"])
     return [
         bound_row("A-lemmaC.1-field-bound", "Lemma C.1, eq. (40)",
-                  "|X[mu](x)| <= |V|_op R for mu in B(0, R), every x in R^d (largest ratio; a Dirac mass at R v attains 1)",
+                  r"$\|\mathcal X[\mu](x)\| \le \|V\|_{\mathrm{op}} R$ for $\mu$ supported in $B(0, R)$ and every "
+                  r"$x \in \mathbb R^d$ (largest ratio; a Dirac mass at $Rv$ attains 1)",
                   mx["r40"], expected="<= 1"),
         bound_row("A-lemmaC.1-jacobian-bound", "Lemma C.1, eq. (41)",
-                  "|grad_x X[mu]|_op <= 2 |Q^T K|_op |V|_op R^2 on R^d (largest ratio; the derived sharp constant "
-                  "|A||V|R^2, attained by a two-point measure, is half of it)", mx["r41"], expected="<= 1 (sharp: 1/2)"),
+                  r"$\|\nabla_x \mathcal X[\mu]\|_{\mathrm{op}} \le 2\|Q^\top K\|_{\mathrm{op}} \|V\|_{\mathrm{op}} R^2$ "
+                  r"on $\mathbb R^d$ (largest ratio; the derived sharp constant $\|A\|\|V\|R^2$, attained by a "
+                  "two-point measure, is half of it)", mx["r41"], expected="<= 1 (sharp: 1/2)"),
         bound_row("A-lemmaC.1-lipschitz-constant", "Lemma C.1, eqs. (42)-(43)",
-                  "|X[mu] - X[nu]| <= C2(R) W2(mu, nu) on B(0, R) with C2(R) = 2R^2|V||A|(1 + e^{2R^2|A|}) (largest "
-                  f"ratio; {worst_z}): (43) vanishes with A while the field V mean(mu) does not, so two Dirac masses "
-                  f"violate it for R^2|A| < {float(result['c43_threshold']):.4g} (derived)", mx["r42"], expected="<= 1"),
+                  r"$\|\mathcal X[\mu] - \mathcal X[\nu]\| \le C_2(R)\, W_2(\mu, \nu)$ on $B(0, R)$ with "
+                  r"$C_2(R) = 2R^2\|V\|\|A\|(1 + e^{2R^2\|A\|})$ (largest "
+                  rf"ratio; {worst_z}): (43) vanishes with $A$ while the field $V\,\mathrm{{mean}}(\mu)$ does not, so "
+                  rf"two Dirac masses violate it for $R^2\|A\| < {float(result['c43_threshold']):.4g}$ (derived)",
+                  mx["r42"], expected="<= 1"),
         bound_row("A-lemmaC.2-value-bound", "Lemma C.2, eq. (44)",
-                  "at mu = nu, |X[mu] - X~[mu]| <= |V - V~|_op R on R^d for a value-only perturbation (largest ratio; "
-                  "a Dirac mass attains 1)", mx["r44"], expected="<= 1"),
+                  r"At $\mu = \nu$, $\|\mathcal X[\mu] - \tilde{\mathcal X}[\mu]\| \le \|V - \tilde V\|_{\mathrm{op}} R$ "
+                  r"on $\mathbb R^d$ for a value-only perturbation (largest ratio; a Dirac mass attains 1)",
+                  mx["r44"], expected="<= 1"),
         bound_row("A-lemmaC.3-qk-bound", "Lemma C.3, eq. (45)",
-                  "at mu = nu, |X[mu] - X~[mu]| <= 4 R^3 |V| |A - A~| for a query-key perturbation (largest ratio for "
-                  f"|x| <= R, where the proof works and the derived sharp constant is 1/4 of it; then at |x| = {far:g} R, "
-                  "the statement being written on R^d)", mx["r45_in"], expected="<= 1 (sharp: 1/4)", outside=mx["r45_out"]),
+                  r"At $\mu = \nu$, $\|\mathcal X[\mu] - \tilde{\mathcal X}[\mu]\| \le 4R^3\|V\|\|A - \tilde A\|$ for a "
+                  r"query-key perturbation (largest ratio for $|x| \le R$, where the proof works and the derived sharp "
+                  f"constant is 1/4 of it; then at $|x| = {far:g}R$, the statement being written on $\\mathbb R^d$)",
+                  mx["r45_in"], expected="<= 1 (sharp: 1/4)", outside=mx["r45_out"]),
         bound_row("A-lemmaC.4-general-bound", "Lemma C.4, eq. (49)",
-                  "at mu = nu, |X[mu] - X~[mu]| <= 2 R^3 min(|V|, |V~|) |A - A~| + |V - V~| R (largest ratio for |x| <= R, "
-                  f"then at |x| = {far:g} R; the proof itself gives 4 R^3 |V~| for the first term, the derived sharp "
-                  "constant is R^3 min(|V|, |V~|))", mx["r49_in"], expected="<= 1", outside=mx["r49_out"]),
+                  r"At $\mu = \nu$, $\|\mathcal X[\mu] - \tilde{\mathcal X}[\mu]\| \le 2R^3\min(\|V\|, \|\tilde V\|)"
+                  r"\|A - \tilde A\| + \|V - \tilde V\|R$ (largest ratio for $|x| \le R$, "
+                  rf"then at $|x| = {far:g}R$; the proof itself gives $4R^3\|\tilde V\|$ for the first term, the "
+                  r"derived sharp constant is $R^3\min(\|V\|, \|\tilde V\|)$)",
+                  mx["r49_in"], expected="<= 1", outside=mx["r49_out"]),
     ]

@@ -174,7 +174,8 @@ def initial_laws_claims(result: dict[str, Any], cfg: InitialLawsConfig) -> list[
     mr, mp = float(result["max_ratio"]), float(result["max_ratio_proof"])
     end = float(np.asarray(result["ratio"])[..., -1].max())
     return [bound_row("A-lemmaC.12-initial-laws", "Lemma C.12, eq. (88)",
-                      "same weights, two initial laws: W2(mu_t, nu_t) <= e^{2Lt} W2(mu_0, nu_0), L the largest Lipschitz "
-                      "constant of the field X[mu_s], s <= t, on the ball of the supports (largest ratio over t > 0; "
-                      f"{end:.2g} at the last time; with the proof's e^{{Lt}}, which ignores that nu_t follows "
-                      f"X[nu_t], the largest ratio is {mp:.3g})", mr, expected="<= 1")]
+                      r"Same weights, two initial laws: $W_2(\mu_t, \nu_t) \le e^{2Lt}\, W_2(\mu_0, \nu_0)$, $L$ the "
+                      r"largest Lipschitz constant of the field $\mathcal X[\mu_s]$, $s \le t$, on the ball of the "
+                      rf"supports (largest ratio over $t > 0$; {end:.2g} at the last time; with the proof's $e^{{Lt}}$, "
+                      rf"which ignores that $\nu_t$ follows $\mathcal X[\nu_t]$, the largest ratio is {mp:.3g})",
+                      mr, expected="<= 1")]

@@ -190,12 +190,12 @@ def mitigation_claims(result: dict[str, Any], cfg: MitigationConfig) -> list[led
     kept = float(result["kept_above_gap"])
     if math.isnan(kept):
         return [ledger.Claim(id="A-sec3.2-mitigation", paper="A", where="Sec. 3.2, closing paragraph",
-                             statement="no update at or above the gap was run: the mitigation was not tested where it can fail",
+                             statement="No update at or above the gap was run: the mitigation was not tested where it can fail",
                              verdict=ledger.NOT_CHECKABLE)]
     return [ledger.Claim(
         id="A-sec3.2-mitigation", paper="A", where="Sec. 3.2, closing paragraph",
-        statement="projecting dV onto the orthogonal complement of u1 (equal Frobenius norm, E not commuting with V) "
-                  "keeps the cluster at u1 for updates at or above the gap; measured: fraction of projected draws whose "
-                  "drift at T stays below 1e-2",
+        statement=r"Projecting $\Delta V$ onto the orthogonal complement of $u_1$ (equal Frobenius norm, $E$ not "
+                  r"commuting with $V$) keeps the cluster at $u_1$ for updates at or above the gap; measured: fraction "
+                  r"of projected draws whose drift at $T$ stays below $10^{-2}$",
         verdict=ledger.verdict(kept, 1.0, partly=MITIGATION_PARTLY, better="higher"), measured=kept, expected=1.0,
         tolerance=0.0, uncertainty=f"{int(np.sum(np.asarray(cfg.norms) >= cfg.lambdas[0] - cfg.lambdas[1])) * cfg.trials} draws")]

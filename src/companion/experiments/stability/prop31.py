@@ -108,7 +108,7 @@ def plot_prop31_wasserstein(result: dict[str, Any], ax=None):
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    from ...style import COLORS, FULL_WIDTH
+    from ...style import FULL_WIDTH
 
     if ax is None:
         _, ax = plt.subplots(1, 2, figsize=(FULL_WIDTH, 3.4), layout="constrained")
@@ -303,30 +303,30 @@ def prop31_claims(result: dict[str, Any], cfg: Prop31Config) -> list[ledger.Clai
                                 verdict=ledger.NOT_CHECKABLE)
         return ledger.Claim(
             id=id_, paper="A", where=where,
-            statement=f"{what} holds at every sampled t > 0 but is vacuous: it exceeds the measured W2 by at least "
-                      "10^(measured) (smallest slack log10(bound / W2), reached at the first sampled time), and the "
-                      "slack grows triply exponentially in t",
+            statement=f"{what} holds at every sampled $t > 0$ but is vacuous: it exceeds the measured $W_2$ by a "
+                      r"factor of at least $10^{\text{measured}}$ (the smallest slack $\log_{10}(\text{bound}/W_2)$, "
+                      "reached at the first sampled time), and the slack grows triply exponentially in $t$",
             verdict=ledger.verdict(value, SLACK_HOLDS, better="higher", scale=1.0), measured=value,
             expected=">= 0 (bound holds; a tight bound would be near 0)", tolerance=SLACK_HOLDS)
 
     return [
         vacuous("A-prop3.1-bound", "Prop. 3.1, eq. (14) (and eq. (85))",
-                "Bound (14) with the printed constants, and with the appendix's (85),", slack),
-        vacuous("A-corC.9-v-bound", "Cor. C.9, eq. (74)", "The V-only bound (74), on perturbations of V alone,",
+                "Bound (14), with the printed constants and with the appendix's (85),", slack),
+        vacuous("A-corC.9-v-bound", "Cor. C.9, eq. (74)", "The $V$-only bound (74), on perturbations of $V$ alone,",
                 float(result["min_slack_v"])),
-        vacuous("A-propC.10-qk-bound", "Prop. C.10, eq. (78)", "The QK-only bound (78), on perturbations of A alone,",
+        vacuous("A-propC.10-qk-bound", "Prop. C.10, eq. (78)", "The $QK$-only bound (78), on perturbations of $A$ alone,",
                 float(result["min_slack_qk"])),
         ledger.Claim(
             id="A-prop3.1-linear-eps", paper="A", where="Prop. 3.1, corollary",
-            statement="at fixed t, W2 grows linearly in eps (fitted log-log slope per family "
+            statement=r"At fixed $t$, $W_2$ grows linearly in $\varepsilon$ (fitted log-log slope per family "
                       + ", ".join(cfg.families) + "; uncertainty: largest standard error over seeds)",
             verdict=ledger.verdict(dev, TOL_LINEAR_EPS), measured=slopes, expected=1.0, tolerance=TOL_LINEAR_EPS,
             uncertainty=None if any(math.isnan(s) for s in se) else max(se)),
         ledger.Claim(
             id="A-remarkC.7-rescaled", paper="A", where="Remark C.7, eq. (69)",
-            statement="W2 of the rescaled tokens z = e^{-tV} x is at most e^{-t |lambda_n|} W2 of the tokens "
-                      "(lambda_n the eigenvalue of smallest modulus); measured: largest ratio of the two sides over t > 0, "
-                      "eps, seeds and families",
+            statement=r"$W_2$ of the rescaled tokens $z = e^{-tV}x$ is at most $e^{-t|\lambda_n|}$ times $W_2$ of the "
+                      r"tokens ($\lambda_n$ the eigenvalue of smallest modulus); measured: largest ratio of the two sides "
+                      r"over $t > 0$, $\varepsilon$, seeds and families",
             verdict=ledger.verdict(float(result["max_ratio69"]), TOL_RATIO69), measured=float(result["max_ratio69"]),
             expected="<= 1", tolerance=TOL_RATIO69 - 1.0),
     ]

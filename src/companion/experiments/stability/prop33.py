@@ -349,13 +349,15 @@ def prop33_claims(result: dict[str, Any], cfg: Prop33Config) -> list[ledger.Clai
     return [
         ledger.Claim(
             id="A-prop3.3-convergence", paper="A", where="Prop. 3.3",
-            statement="under (15), X(t) -> (u1,...,u1) and X~(t) -> top eigenvector of V + dV (not of dV); "
-                      "fraction of cases whose errors at T obey Lemma C.13's rate",
+            statement=r"Under (15), $X(t) \to (u_1, \dots, u_1)$, and $\tilde X(t)$ converges to the top eigenvector "
+                      r"of $V + \Delta V$ (not of $\Delta V$); measured: fraction of cases whose errors at $T$ obey "
+                      "Lemma C.13's rate",
             verdict=ledger.verdict(conv_frac, 1.0, partly=CONVERGENCE_PARTLY, better="higher"),
             measured=conv_frac, expected=1.0, tolerance=0.0, uncertainty=f"{int(h.sum())} cases"),
         ledger.Claim(
             id="A-prop3.3-bound16", paper="A", where="Prop. 3.3, eq. (16)",
-            statement="under (15), |u1 - u1~| <= C (2|b| + |E|)/(gap + a); measured max ratio, C = 1 derived here",
+            statement=r"Under (15), $\|u_1 - \tilde u_1\| \le C\,(2\|b\| + \|E\|_{\mathrm{op}})/(\mathrm{gap} + a)$; "
+                      r"measured: largest ratio, with $C = 1$ derived here",
             verdict=ledger.verdict(max_ratio, BOUND16_CONSTANT, partly=BOUND16_PARTLY), measured=max_ratio,
             expected="<= 1", tolerance=0.0),
     ]

@@ -170,7 +170,7 @@ def remark34_claims(result: dict[str, Any], cfg: Remark34Config) -> list[ledger.
     err = float(np.max(result["rel_err_printed"]))
     return [ledger.Claim(
         id="A-remark3.4", paper="A", where="Remark 3.4, eq. (17)",
-        statement="with E and Lambda commuting, |X - X~|^2 per token ~ sum_j (alpha_j/(lambda_1 - lambda_j - e_j))^2 "
-                  "(max relative error over ranks)",
+        statement=r"With $E$ and $\Lambda$ commuting, $\|X - \tilde X\|^2$ per token "
+                  r"$\simeq \sum_j \alpha_j^2/(\lambda_1 - \lambda_j - e_j)^2$ (max relative error over ranks)",
         verdict=ledger.verdict(err, TOL_REMARK34, partly=REMARK34_PARTLY), measured=err, expected=0.0,
         tolerance=TOL_REMARK34)]

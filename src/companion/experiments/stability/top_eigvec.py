@@ -174,9 +174,10 @@ def top_eigvec_claims(result: dict[str, Any], cfg: TopEigvecConfig) -> list[ledg
     dk = lora.DAVIS_KAHAN_CONSTANT
     return [ledger.Claim(
         id="A-lemmaC.14-top-eigvec", paper="A", where="Lemma C.14",
-        statement="for symmetric V and dV, |u1 - u1~| <~ (2|b| + |E|_op)/(gap + a) with an unstated constant: the "
-                  f"largest ratio over {int(result['kept'])} random cases with gap + a > 0 (of {int(result['drawn'])}) "
-                  f"against the Davis-Kahan constant 2 sqrt(2) (derived); under (15) the largest ratio is "
+        statement=r"For symmetric $V$ and $\Delta V$, $\|u_1 - \tilde u_1\| \lesssim (2\|b\| + \|E\|_{\mathrm{op}})"
+                  r"/(\mathrm{gap} + a)$ with an unstated constant: the largest ratio over "
+                  rf"{int(result['kept'])} random cases with $\mathrm{{gap}} + a > 0$ (of {int(result['drawn'])}) "
+                  r"against the Davis-Kahan constant $2\sqrt 2$ (derived); under (15) the largest ratio is "
                   f"{float(result['max_ratio_holds']):.3g}",
         verdict=ledger.verdict(mr, dk * (1 + TOL_BOUND_REL), scale=dk), measured=mr, expected=f"<= 2 sqrt(2) = {dk:.4g}",
         tolerance=TOL_BOUND_REL)]
