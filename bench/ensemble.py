@@ -23,16 +23,21 @@ the torch path (``backend="dense"``). With numba installed the default float32 C
 fused kernel (:mod:`companion._fused`), which keeps each trial's scores in cache while torch.exp
 streams its array through memory: so the share can exceed 100 %.
 
-Usage: python bench/ensemble.py [--quick] [--threads T]   (--quick: 40 trials; for smoke runs)
+Then (issue 32) the same ensemble against general ODE libraries at equal accuracy, through
+``bench/peers.py`` (torchdiffeq, torchode; the ``bench`` extra): each solver's cheapest tolerance whose
+maximum final error over all trials is <= 1e-4 (float32) and <= 1e-6 (float64), timed taking turns in
+this process. The last line is ``peer ratio <r>``: the best peer's time over the package's, float32.
+
+Usage: python bench/ensemble.py [--quick] [--threads T] [--skip-peers]   (--quick: 40 trials; for smoke runs)
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -105,6 +110,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="40 trials (smoke run)")
     ap.add_argument("--threads", type=int, default=2, help="torch threads (default 2, the CI machine's cores)")
+    ap.add_argument("--skip-peers", action="store_true", help="leave out the comparison with torchdiffeq and torchode")
     args = ap.parse_args()
     trials = 40 if args.quick else 200
     torch.set_num_threads(args.threads)
@@ -203,7 +209,18 @@ def main() -> None:
 
     mem = peak_memory_subprocess(100_000)
     print(f"peak memory of one field evaluation at n = 1e5, d = 3 (float32, default backend: {chosen}): {mem:.2f} GB")
-    print(f"speedup {t_np / t_pkg:.0f}")
+    print(f"speedup {t_np / t_pkg:.0f} (against the authors' style per-trial numpy Euler, above)")
+    if args.skip_peers:
+        return
+    # Issue 32: the same ensemble against general ODE libraries (bench/peers.py: torchdiffeq, torchode) on
+    # the field in plain batched torch, each at its cheapest tolerance meeting the maximum error, in this
+    # process, taking turns; the ratio to the best peer is the last line.
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import peers
+
+    data = peers.compare(x0, V, ref, [torch.float32, torch.float64], rounds=3, min_rtol=1e-9, stop64=1e-6,
+                         threads=args.threads)
+    print(f"peer ratio {data['ratios']['float32']['ratio']:.2f}")
 
 
 if __name__ == "__main__":

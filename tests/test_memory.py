@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 CODE = """
 import resource, torch
 torch.set_num_threads(2)
@@ -39,3 +41,27 @@ def test_blocked_field_memory_stays_flat_over_many_blocks():
     grew_gb = float(out.stdout.strip())
     # two reused (1, 52, 8e4) float32 workspaces are 33 MB; allow the allocator its slack
     assert grew_gb < 0.5, f"peak resident memory grew by {grew_gb:.2f} GB during one blocked field evaluation"
+
+
+SPHERE_CODE = """
+import resource, torch
+torch.set_num_threads(2)
+from companion import init, models
+X = init.uniform_sphere(4, 10_000, 3, generator=torch.Generator().manual_seed(0))
+f = models.metastable(4.0).cast(X).vector_field
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+F = f(0.0, X)
+assert F.shape == X.shape and F.dtype == torch.float64 and bool(torch.isfinite(F).all())
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 2**20)
+"""
+
+
+@pytest.mark.slow
+def test_float64_sphere_field_at_metastable_scale_is_blocked():
+    # metastable-sphere's full profile (n = 1e4) with 4 trials: the dense (4, 1e4, 1e4) float64 scores
+    # alone would be 3.2 GB (two such arrays: 6.4 GB); the blocked field holds two (4, 104, 1e4) blocks
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    out = subprocess.run([sys.executable, "-c", SPHERE_CODE], capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    grew_gb = float(out.stdout.strip())
+    assert grew_gb < 0.5, f"one float64 field evaluation of 4 x 1e4 tokens grew peak memory by {grew_gb:.2f} GB"

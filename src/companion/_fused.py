@@ -36,7 +36,7 @@ except ImportError:  # pragma: no cover - the tests monkeypatch the flag
     numba = None
     HAVE_NUMBA = False
 
-__all__ = ["HAVE_NUMBA", "fused_field", "exp_nonpositive", "BLOCK_ELEMENTS"]
+__all__ = ["HAVE_NUMBA", "fused_field", "exp_nonpositive", "range_problem", "BLOCK_ELEMENTS"]
 
 # Scores held per block of query rows: 8192 float32 (32 KiB) and as many int32 (a whole 80-token trial).
 BLOCK_ELEMENTS = 8192
@@ -51,6 +51,10 @@ _FASTMATH = {"reassoc", "contract", "nsz", "arcp", "nnan", "ninf"}
 # The exponential keeps its order of operations (reassociation would merge the two halves of ln 2
 # in the Cody-Waite reduction); it has no reduction to vectorise.
 _FASTMATH_EXP = {"contract", "nnan", "ninf"}
+_FASTMATH_PREPARE = {"reassoc", "contract", "nsz", "arcp"}
+# Inputs whose scores or weighted sums could leave float32's range are refused before the kernel runs
+# (it assumes finite values): a quarter of the largest float32 leaves room for the shift's subtraction.
+_RANGE = float(np.finfo(np.float32).max) / 4
 
 
 if HAVE_NUMBA:
@@ -77,7 +81,8 @@ if HAVE_NUMBA:
         for j in range(count):
             S[j] *= scale[j]
 
-    @numba.njit(cache=True, parallel=True, fastmath=_FASTMATH)
+    # No nnan/ninf here: _prepare is what detects non-finite tokens (cheap, O(T n d)).
+    @numba.njit(cache=True, parallel=True, fastmath=_FASTMATH_PREPARE)
     def _prepare(X, V, XT, VXT, knorm):  # pragma: no cover - compiled
         """Per trial: keys X^T (d, n), values (V X^T) (e, n) (V: (1 or T, e, d); for V = I, (0, 0, 0)
         and VXT is XT), and a little more than the largest key norm (an upper bound after rounding)."""
@@ -98,12 +103,14 @@ if HAVE_NUMBA:
                         for j in range(n):
                             VXT[t, c, j] += vcc * XT[t, c2, j]
             mx = np.float32(0.0)
+            total = np.float32(0.0)  # NaN or inf in any |x_j|^2 survives in the sum, not in max (fastmath)
             for j in range(n):
                 s = np.float32(0.0)
                 for c in range(d):
                     s += XT[t, c, j] * XT[t, c, j]
                 mx = max(mx, s)
-            knorm[t] = np.sqrt(mx) * np.float32(1 + 1e-5)
+                total += s
+            knorm[t] = np.sqrt(mx) * np.float32(1 + 1e-5) if np.isfinite(total) else np.float32(np.inf)
 
     @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH, inline="always")
     def _scores(X, A, XT, beta, t, i, knorm, qb, row):  # pragma: no cover - compiled
@@ -148,7 +155,8 @@ if HAVE_NUMBA:
             row[j] -= sh
         return sh
 
-    @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+    # error_model="numpy": a division by zero gives inf, never a Python exception out of a parallel loop
+    @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH, error_model="numpy")
     def _block(X, A, XT, VXT, knorm, beta, softmax, project, t, i0, i1, S, bits, qb, out, shift):  # pragma: no cover - compiled
         """Rows i0..i1-1 of trial t into out[t, i] (softmax: the field; usa: sum_j e^{s_ij - shift_i} v_j),
         projected on the tangent space at x_i if ``project``."""
@@ -226,6 +234,53 @@ def exp_nonpositive(x: np.ndarray) -> np.ndarray:
     return S.reshape(np.shape(x))
 
 
+def _norm_bound(M: np.ndarray) -> float:
+    """An upper bound of the spectral norm of each (d, d) matrix of M: (k, d, d) (the largest Frobenius
+    norm); 1 for the identity (an empty M). Computed in float64, so it is finite for any float32 M."""
+    return 1.0 if M.size == 0 else float(np.sqrt((M.astype(np.float64) ** 2).sum(axis=(1, 2)).max()))
+
+
+def range_problem(X: np.ndarray, key_norm: float, A: np.ndarray, V: np.ndarray, beta: float, m: int) -> str | None:
+    r"""Why the fused float32 kernel would overflow on these inputs (a message saying what to do), or None.
+
+    X: (T, n, d) the tokens (read only when ``key_norm`` is not finite, to say why). With
+    :math:`K = \max_j |x_j|` (``key_norm``, inf when a token or its squared norm is not finite) and :math:`a, v` the
+    bounds of :func:`_norm_bound` for A and V, the kernel's intermediates are bounded by
+
+    .. math::
+
+        |\beta A x_i|\,K \le \beta a K^2 \ (\text{scores and shift}), \qquad
+        |\beta A x_i|^2 \le (\beta a K)^2, \qquad
+        \Big|\sum_j w_{ij} V x_j\Big| \le m\, v K \ (w_{ij} \le 1),
+
+    each of which must stay below a quarter of the largest float32 (3.4e38).
+
+    Examples
+    --------
+    >>> none = np.zeros((0, 0, 0), dtype=np.float32)
+    >>> X = np.ones((1, 80, 3), dtype=np.float32)
+    >>> range_problem(X, 1.8, none, none, 1.0, 80) is None
+    True
+    >>> range_problem(X, 1e20, none, none, 1.0, 80)[:44]
+    'the fused attention field overflows float32:'
+    """
+    if not np.isfinite(key_norm):
+        what = ("a token's squared norm |x_j|^2 overflows float32 (largest 3.4e38)" if np.isfinite(X).all()
+                else "a token is not finite (it overflowed float32, largest 3.4e38, or is NaN)")
+        return (f"the fused attention field cannot be computed: {what}: use float64 tokens (x0.double(), "
+                "largest 1.8e308), smaller tokens, a shorter run or a smaller step")
+    a, v = _norm_bound(A), _norm_bound(V)
+    scores = beta * a * key_norm * key_norm
+    query = beta * a * key_norm
+    sums = m * v * key_norm
+    if scores <= _RANGE and query * query <= _RANGE and sums <= _RANGE:
+        return None
+    return (f"the fused attention field overflows float32: scores beta <A x_i, x_j> up to {scores:.3g}, "
+            f"|beta A x_i|^2 up to {query * query:.3g}, value sums up to {sums:.3g} (largest token norm {key_norm:.3g}, "
+            f"beta = {beta:g}; float32 holds {_RANGE:.3g} here): use float64 tokens (x0.double()), smaller "
+            "tokens or a smaller beta (or scale of A, V)")
+
+
 @functools.lru_cache(maxsize=64)
 def _items(T: int, n: int, m: int) -> np.ndarray:
     """(trial, first row, end row) blocks of at most BLOCK_ELEMENTS scores (at least one row), (W, 3).
@@ -262,6 +317,12 @@ def fused_field(X: np.ndarray, A: np.ndarray | None, V: np.ndarray | None, beta:
     out : (T, n, d) float32: softmax: the field; usa: the field times n e^{-shift_i}.
     shift : (T, n, 1) float32, the per-row shift (>= max_j beta <A x_i, x_j>, up to rounding).
 
+    Raises
+    ------
+    FloatingPointError
+        A token is not finite, or the scores or sums could overflow float32 (:func:`range_problem`);
+        the message says what to do.
+
     Examples
     --------
     >>> X = np.eye(2, dtype=np.float32)[None]
@@ -284,6 +345,9 @@ def fused_field(X: np.ndarray, A: np.ndarray | None, V: np.ndarray | None, beta:
     if numba.get_num_threads() != chunks:
         numba.set_num_threads(chunks)
     _prepare(X, V, XT, VXT, knorm)
+    problem = range_problem(X, float(knorm.max()), A, V, float(beta), n)
+    if problem is not None:
+        raise FloatingPointError(problem)
     out = np.empty((T, n, d), dtype=np.float32)
     shift = np.empty((T, n, 1), dtype=np.float32)
     _field_all(X, A, XT, VXT, knorm, np.float32(beta), softmax, project, items, rows_max, chunks, out, shift[..., 0])

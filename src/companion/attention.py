@@ -29,7 +29,7 @@ from . import _fused
 from ._validate import as_state, check_beta, check_matrix, check_real, check_real_tensor, check_trials
 
 __all__ = ["attention_field", "field_unchecked", "attend", "tangent_project", "field_at", "field_jacobian", "rescaled_field_at",
-           "rescaled_field_jacobian", "NORMALIZATIONS", "BACKENDS", "DEFAULT_BLOCK_ELEMENTS"]
+           "rescaled_field_jacobian", "overflow_message", "NORMALIZATIONS", "BACKENDS", "DEFAULT_BLOCK_ELEMENTS"]
 
 NORMALIZATIONS = ("softmax", "usa")
 BACKENDS = ("auto", "dense", "blocked", "sdpa", "fused")
@@ -367,8 +367,26 @@ def attention_field(
     d = X.shape[-1]
     A = None if A is None else check_trials(check_matrix(A, d, "A", like=X), X.shape[0], "A")
     V = None if V is None else check_trials(check_matrix(V, d, "V", like=X), X.shape[0], "V")
-    return field_unchecked(X, A, V, beta, normalization=normalization, backend=backend, block_elements=block_elements,
-                           causal=causal)
+    out = field_unchecked(X, A, V, beta, normalization=normalization, backend=backend, block_elements=block_elements,
+                          causal=causal)
+    if not torch.isfinite(out).all():  # the torch paths overflow to inf or NaN silently (O(T n d) to check)
+        raise FloatingPointError(overflow_message(X))
+    return out
+
+
+def overflow_message(X: torch.Tensor) -> str:
+    """The refusal of an attention field that overflowed X's dtype, saying what to do.
+
+    Examples
+    --------
+    >>> overflow_message(torch.ones(1, 2, 3))[:60]
+    'the attention field overflows torch.float32 (largest 3.4e+38'
+    """
+    big = torch.finfo(X.dtype).max
+    fix = ("use float64 tokens (x0.double(), largest 1.8e308), smaller tokens or a smaller beta"
+           if X.dtype != torch.float64 else "use smaller tokens, a smaller beta (or scale of A, V), or a shorter run")
+    return (f"the attention field overflows {X.dtype} (largest {big:.2g}) at these tokens (largest entry "
+            f"{X.detach().abs().max().item():.3g}): {fix}")
 
 
 def field_unchecked(
