@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["harmonic_energy"]
+__all__ = ["harmonic_energy", "BLOCK_ENTRIES"]
+
+# Gram entries formed at once (all trials together): 2**22 float64 entries are 32 MB per array.
+BLOCK_ENTRIES = 2**22
 
 
 def harmonic_energy(X: torch.Tensor, lmax: int) -> torch.Tensor:
@@ -33,14 +36,25 @@ def harmonic_energy(X: torch.Tensor, lmax: int) -> torch.Tensor:
     >>> X = torch.tensor([[[0.0, 0.0, 1.0], [0.0, 0.0, -1.0]]], dtype=torch.float64)
     >>> harmonic_energy(X, 2)[0].tolist()  # antipodal pair: odd degrees cancel
     [1.0, 0.0, 1.0]
+    >>> Y = torch.nn.functional.normalize(torch.randn(2, 50, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0)), dim=-1)
+    >>> bool(torch.allclose(harmonic_energy(Y, 4)[:, 0], torch.ones(2, dtype=torch.float64)))  # E_0 = 1 always
+    True
     """
     if X.ndim != 3 or X.shape[-1] != 3:
         raise ValueError(f"X must be (trials, n, 3) tokens on S^2, got {tuple(X.shape)}")
-    G = (X @ X.transpose(-1, -2)).clamp(-1.0, 1.0)
-    n2 = X.shape[1] ** 2
-    p_prev, p = torch.ones_like(G), G
-    out = [p_prev.sum((-1, -2)) / n2, p.sum((-1, -2)) / n2]
-    for l in range(1, lmax):
-        p_prev, p = p, ((2 * l + 1) * G * p - l * p_prev) / (l + 1)
-        out.append(p.sum((-1, -2)) / n2)
-    return torch.stack(out[: lmax + 1], dim=-1)
+    if isinstance(lmax, bool) or not isinstance(lmax, int) or lmax < 1:
+        raise ValueError(f"lmax must be an integer >= 1, got {lmax!r}")
+    trials, n, _ = X.shape
+    # Rows of the Gram matrix a block at a time: memory O(trials * rows * n), not O(trials * n^2)
+    # (4 trials of 1e4 tokens would need ~20 GB for G and the two Legendre arrays at once).
+    rows = max(1, min(n, BLOCK_ENTRIES // max(1, trials * n)))
+    sums = torch.zeros(trials, lmax + 1, dtype=X.dtype, device=X.device)
+    for start in range(0, n, rows):
+        G = (X[:, start:start + rows] @ X.transpose(-1, -2)).clamp_(-1.0, 1.0)
+        p_prev, p = torch.ones_like(G), G
+        sums[:, 0] += p_prev.sum((-1, -2))
+        sums[:, 1] += p.sum((-1, -2))
+        for l in range(1, lmax):
+            p_prev, p = p, ((2 * l + 1) * G * p - l * p_prev) / (l + 1)
+            sums[:, l + 1] += p.sum((-1, -2))
+    return sums / n**2
