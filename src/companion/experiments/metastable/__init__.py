@@ -30,7 +30,8 @@ from .linear_rates import (BETAS, KMAX_RESOLUTION, LinearRatesConfig, kmax_resol
 from .ln_n import (PARTLY_LN_N, TOL_LN_N, LnNConfig, joint_fit, ln_n, ln_n_assemble, ln_n_claims, ln_n_grid, ln_n_point,
                    plot_ln_n)
 from .long_run import REACHED_FRACTION, LongRunConfig, long_run, long_run_claims, plot_long_run
-from .official import OFFICIAL_FRACTION, TOL_CENTRE, OfficialConfig, official, official_claims, plot_official
+from .official import (MOST_SEEDS, OFFICIAL_FRACTION, TOL_CENTRE, TRANSIENT_BETAS, OfficialConfig, official,
+                       official_claims, plot_official, transient_phase)
 from .pde import PARTLY_W1, TOL_W1, PdeConfig, pde, pde_claims, plot_pde
 from .sphere import SphereConfig, plot_sphere, sphere, sphere_claims
 from ._common import PARTLY_RATE, TOL_RATE
@@ -38,7 +39,7 @@ from ._common import PARTLY_RATE, TOL_RATE
 __all__ = [
     "LinearRatesConfig", "linear_rates", "plot_linear_rates", "linear_rates_claims", "kmax_resolution",
     "LnNConfig", "ln_n", "ln_n_point", "ln_n_assemble", "ln_n_grid", "joint_fit", "plot_ln_n", "ln_n_claims",
-    "OfficialConfig", "official", "plot_official", "official_claims",
+    "OfficialConfig", "official", "plot_official", "official_claims", "transient_phase", "TRANSIENT_BETAS", "MOST_SEEDS",
     "LongRunConfig", "long_run", "plot_long_run", "long_run_claims",
     "PdeConfig", "pde", "plot_pde", "pde_claims",
     "SphereConfig", "sphere", "plot_sphere", "sphere_claims",

@@ -136,8 +136,8 @@ def hminus1_claims(result: dict[str, Any], cfg: Hminus1Config) -> list[ledger.Cl
     z = max(z_slope, float(z_const.max()))
     return [ledger.Claim(
         id="D-lemmaE3-hminus1", paper="D", where="Lemma E.3 (review answer Q2, reviewer 5)",
-        statement="For N i.i.d. uniform tokens the H^-1 norm of rho_0 = mu_N - uniform scales as N^{-1/2} "
-                  "(here with its constant: N E||rho_0||^2 = pi^2/3)",
+        statement=r"For $N$ i.i.d. uniform tokens $\|\rho_0\|_{H^{-1}}$ scales as $N^{-1/2}$, "
+                  r"with $N\,\mathbb{E}\|\rho_0\|_{H^{-1}}^2 = \pi^2/3$",
         verdict=ledger.verdict(z, TOL_SIGMA, partly=PARTLY_SIGMA),
         measured=[float(result["slope"]), (ns * np.asarray(result["mean_square"])).tolist()],
         expected=[-0.5, float(np.pi ** 2 / 3)], tolerance=f"{TOL_SIGMA:g} standard errors",

@@ -295,8 +295,8 @@ def ln_n_claims(result: dict[str, Any], cfg: LnNConfig) -> list[ledger.Claim]:
         se = float(joint_fit(tt[ok], nn[ok], aa[ok])[1][1])
     return [ledger.Claim(
         id="D-lnN", paper="D", where="reviews; Thm on the linear phase",
-        statement="The linear phase ends at t* ~ ln N / (2 gamma_kmax): the time to an O(1) mode grows with slope "
-                  "1/(2 gamma_kmax) in ln N",
+        statement=r"The linear phase ends at $t^* \approx \ln N / (2\gamma_{k_{\max}})$: slope "
+                  r"$1/(2\gamma_{k_{\max}})$ in $\ln N$",
         verdict=ledger.verdict(joint_err, TOL_LN_N, partly=PARTLY_LN_N),
         measured=[float(result["joint_lnN"]), float(result["slope"])], expected=theory, tolerance=TOL_LN_N,
         uncertainty=None if se is None or not np.isfinite(se) else float(se))]

@@ -140,7 +140,7 @@ def long_run_claims(result: dict[str, Any], cfg: LongRunConfig) -> list[ledger.C
     return [
         ledger.Claim(
             id="D-merging", paper="D", where="reviews (three phases)",
-            statement="After the metastable phase with k_max clusters, clusters eventually merge",
+            statement=r"After the metastable phase with $k_{\max}$ clusters, the clusters eventually merge",
             verdict=v, measured=[int(reached.sum()), int(merged.sum())],
             expected=[int(result["trials"]), "all that reached k_max merge by T"], tolerance=0),
     ]

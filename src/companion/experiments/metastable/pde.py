@@ -180,21 +180,21 @@ def pde_claims(result: dict[str, Any], cfg: PdeConfig) -> list[ledger.Claim]:
     return [
         ledger.Claim(
             id="D-pde-fig4", paper="D", where="Fig. 4",
-            statement=f"The mean-field density from u0 = 1/(2 pi) + {cfg.noise:g} noise, beta = {cfg.beta:g}, develops a "
-                      f"{k}-periodic profile by T = {cfg.t1:g}",
+            statement=f"The mean-field density from $u_0 = 1/(2\\pi)$ + {cfg.noise:g} noise, $\\beta = {cfg.beta:g}$, "
+                      f"is ${k}$-periodic by $T = {cfg.t1:g}$",
             verdict=ledger.worst(ledger.verdict(abs(mode - k), 0.0), ledger.verdict(abs(peaks - k), 0.0, partly=math.inf)),
             measured=[mode, peaks], expected=[k, k], tolerance=0),
         ledger.Claim(
             id="D-kgcd-periodicity", paper="D", where="review answer (reviewer 3 Q1)",
-            statement="For initial data combining several modes the dynamics restrict to distributions of period "
-                      "2 pi / k_gcd (k_gcd: greatest common divisor of the modes)",
+            statement=r"Initial data combining several modes stay $2\pi/k_{\gcd}$-periodic "
+                      r"($k_{\gcd}$: greatest common divisor of the modes)",
             verdict=ledger.NOT_CHECKABLE, measured=None, expected="period 2 pi / k_gcd kept",
             tolerance="not a check with content: the restriction is the equation's symmetry under rotation by "
                       "2 pi / k_gcd, kept exactly by any rotation-equivariant solver; convergence to k_gcd clusters "
                       "is left open by the authors"),
         ledger.Claim(
             id="D-pde-particles", paper="D", where="mean-field limit",
-            statement=f"At large N the particle histogram follows the PDE density (W1 on the circle at T = {cfg.t1:g})",
+            statement=f"At large $N$ the particle histogram follows the PDE density ($W_1$ on the circle at $T = {cfg.t1:g}$)",
             verdict=ledger.verdict(w1_final, TOL_W1, partly=PARTLY_W1), measured=w1_final,
             expected=f"<= {TOL_W1:g} (PDE grid error {grid_final:.2g})", tolerance=TOL_W1),
     ]

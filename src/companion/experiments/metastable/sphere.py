@@ -145,6 +145,6 @@ def sphere_claims(result: dict[str, Any], cfg: SphereConfig) -> list[ledger.Clai
                                    [np.asarray(t, dtype=np.float64) for t in result["theory"]])))
     return [ledger.Claim(
         id="D-sphere-rates", paper="D", where="linearisation in d dimensions (NOTES D)",
-        statement="On S^2 degree-l harmonics grow at l(l+1)/beta Gamma(3/2)(2/beta)^(1/2) I_(l+1/2)(beta) (SA: divided by "
-                  "the l = 0 value)",
+        statement=r"On $S^2$ degree-$l$ harmonics grow at $\frac{l(l+1)}{\beta}\Gamma(\tfrac32)(\tfrac2\beta)^{1/2} "
+                  r"I_{l+1/2}(\beta)$ (SA: divided by the $l = 0$ value)",
         verdict=ledger.verdict(err, TOL_RATE, partly=PARTLY_RATE), measured=err, expected="relative error 0", tolerance=TOL_RATE)]
