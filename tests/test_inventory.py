@@ -35,13 +35,15 @@ from companion.inventory import coverage, load_inventory, result_refs, unlisted
     ("Lemma 6.3, Thm. 6.4, Fig. 3", ["Lemma 6.3", "Thm. 6.4", "Fig. 3"]),
     ("Theorems 4.2, 4.3 and 4.5", ["Thm. 4.2", "Thm. 4.3", "Thm. 4.5"]),
     ("Prop. 3.10", ["Prop. 3.10"]),
+    ("Sec. 2, Example 3 (its number inferred)", ["Example 3"]),
+    ("Examples 3 and 4", ["Example 3", "Example 4"]),
 ])
 def test_spellings(where, refs):
     assert result_refs(where) == refs
 
 
 @pytest.mark.parametrize("where", ["eq. (20)", "Sec. 4.1, eq. (4.4)", "reviews; Thm on the linear phase",
-                                   "linearisation (NOTES D)", "", "a remark on figures"])
+                                   "linearisation (NOTES D)", "", "a remark on figures", "the example, probably its 3"])
 def test_sections_equations_and_words_name_nothing(where):
     assert result_refs(where) == []
 

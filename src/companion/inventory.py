@@ -22,13 +22,13 @@ INVENTORY_KEYS = ("ref", "section", "summary", "reason")
 # Each spelling of a kind of numbered result, and the one spelling the ledger uses for it.
 _KINDS = (("theorem", "Thm."), ("thm", "Thm."), ("proposition", "Prop."), ("prop", "Prop."), ("lemma", "Lemma"),
           ("lem", "Lemma"), ("corollar", "Cor."), ("cor", "Cor."), ("remark", "Remark"), ("rem", "Remark"),
-          ("conjecture", "Conjecture"), ("conj", "Conjecture"), ("figure", "Fig."), ("fig", "Fig."),
+          ("conjecture", "Conjecture"), ("conj", "Conjecture"), ("example", "Example"), ("figure", "Fig."), ("fig", "Fig."),
           ("appendi", "App."), ("app", "App."))
 _NUM = r"(?:[A-Z](?:\.\d+)+|\d+(?:\.\d+)*|[A-Z](?![A-Za-z0-9]))"  # 4.2, C.12, E.4.1, or a bare appendix letter
 _ITEM = rf"{_NUM}(?:\s*(?:-|–|—|to)\s*{_NUM})?"
 _REF = re.compile(
     r"(?<![A-Za-z])(?i:(?P<kind>theorems?|thms?|propositions?|props?|lemmas|lemmata|lemma|lem|corollary|corollaries"
-    r"|cors?|remarks?|rems?|conjectures?|conj|figures?|figs?|appendix|appendices|app))(?![A-Za-z])\.?\s*"
+    r"|cors?|remarks?|rems?|conjectures?|conj|examples?|figures?|figs?|appendix|appendices|app))(?![A-Za-z])\.?\s*"
     rf"(?P<items>{_ITEM}(?:\s*(?:,|and|&)\s*{_ITEM})*)")
 _ITEM_RE = re.compile(rf"(?P<a>{_NUM})(?:\s*(?:-|–|—|to)\s*(?P<b>{_NUM}))?")
 _MAX_RANGE = 100  # a longer "range" is a typo, not a list of results: keep its two ends
@@ -50,7 +50,7 @@ def result_refs(where: str) -> list[str]:
     """The numbered results a ``where`` text names, each in the ledger's one spelling.
 
     Kinds are spelled ``"Thm."``, ``"Prop."``, ``"Lemma"``, ``"Cor."``, ``"Remark"``, ``"Conjecture"``,
-    ``"Fig."``, ``"App."`` whatever the text wrote ("Theorem", "Thm", "Figures", "Appendix", ...);
+    ``"Example"``, ``"Fig."``, ``"App."`` whatever the text wrote ("Theorem", "Thm", "Figures", "Appendix", ...);
     ranges ("Figures 6-9", "App. E.4.1-E.4.4") and lists ("Lemmas 6.3 and 6.4") are spelled out.
     Sections and equations ("Sec. 4.1", "eq. (20)") name no numbered result; a panel ("Fig. 4(b)")
     names its figure.
@@ -75,6 +75,8 @@ def result_refs(where: str) -> list[str]:
     (['Fig. 6', 'Fig. 7', 'Fig. 8', 'Fig. 9'], ['App. E.4.1', 'App. E.4.2', 'App. E.4.3', 'App. E.4.4', 'Fig. 4'])
     >>> result_refs("Sec. 4.1, eq. (20)"), result_refs("reviews; Thm on the linear phase")
     ([], [])
+    >>> result_refs("Sec. 2, Example 3"), result_refs("Sec. 2 (the example, probably its 3)")
+    (['Example 3'], [])
     """
     if not isinstance(where, str):
         raise TypeError(f"where must be a str, got {type(where).__name__}")

@@ -125,7 +125,9 @@ def fig4():
 
 
 def test_beta_comparison_claims_follow_the_measurement(fig4):
-    assert statuses(fig4) == {"B-fig4-exit-logbeta": "reproduced", "B-fig4-zero-temp-no-phase2": "reproduced"}
+    st = statuses(fig4)
+    assert {k: st[k] for k in ("B-fig4-exit-logbeta", "B-fig4-zero-temp-no-phase2")} == {
+        "B-fig4-exit-logbeta": "reproduced", "B-fig4-zero-temp-no-phase2": "reproduced"}
     lb = np.log(fig4["betas"])
     # exit times that do not grow with beta (the measured ones, reversed, with their errors)
     rev = fits.line_fit(lb, fig4["mean_exit"][::-1], se=fig4["exit_se"][::-1])
@@ -138,6 +140,64 @@ def test_beta_comparison_claims_follow_the_measurement(fig4):
     assert one["fit_se"] is None and statuses(one)["B-fig4-exit-logbeta"] == "not-reproduced"
     # the "beta = inf" curve taken from a finite-beta run: it has a second phase
     assert statuses(dict(fig4, w2_inf=fig4["w2"][:, 0]))["B-fig4-zero-temp-no-phase2"] == "not-reproduced"
+
+
+def _window_curves(fig4, floor, shift=0.0):
+    # W2 ~ e^{-t} (1 + 0.05 s) + floor per seed s; beta k delayed by shift * k
+    ts = fig4["ts"][:, None, None]
+    k = np.arange(len(fig4["betas"]))[None, :, None]
+    s = np.arange(fig4["w2"].shape[-1])[None, None, :]
+    return np.exp(-np.clip(ts - shift * k, 0, None)) * (1 + 0.05 * s) + floor
+
+
+def test_cor4_window_start_is_judged_on_its_shape(fig4):
+    row = lambda w: {c.id: c for c in judge(dict(fig4, w2=w))}["B-cor4-window-start"]  # noqa: E731
+    good = row(_window_curves(fig4, 1e-3))  # t_in = log(1/eps) at every beta, eps over 2 decades
+    assert good.status == "reproduced" and abs(good.measured["slope_largest_beta"] - 1) < 0.25  # 1 far from the floor
+    assert row(_window_curves(fig4, 0.3)).status == "partly"  # the same shape, eps over less than a decade
+    assert row(_window_curves(fig4, 1e-3, shift=0.5)).status == "not-reproduced"  # the start depends on beta
+    assert row(_window_curves(fig4, 0.6)).status == "not-reproduced"  # no window below 0.7 at any beta
+    out = ex.cor4_window(fig4["ts"], _window_curves(fig4, 1e-3), fig4["betas"])
+    assert out["t_in"].shape == (len(fig4["betas"]), ex.COR4_POINTS)
+    with pytest.raises(ValueError, match="w2 must be"):
+        ex.cor4_window(fig4["ts"], fig4["w2"][:, 0], fig4["betas"])
+
+
+# ----------------------------------------------------------------------------- Section 2's example
+
+
+def test_uniform_vp_closed_form_against_known_values():
+    assert lt.uniform_vp(4, 3, 1.0) == pytest.approx(1.0)  # E[1/s] - 1 for s ~ Beta(3/2, 1/2)
+    assert lt.uniform_vp(3, 2, 0.5) == pytest.approx(1.0)  # B(1/2, 1) / B(1, 1/2)
+    assert lt.uniform_vp(3, 1, 0.5) == float("inf") and lt.uniform_vp(4, 2, 1.0) == float("inf")  # k = 2p: infinite
+    assert lt.uniform_vp(3, 1, 0.49) < float("inf")
+    with pytest.raises(ValueError, match="p must lie"):
+        lt.uniform_vp(3, 1, 1.5)
+    with pytest.raises(ValueError, match="k <= d"):
+        lt.uniform_vp(3, 4, 0.5)
+
+
+def test_tail_index_recovers_a_pareto_tail_and_refuses_bad_input():
+    u = torch.rand(100000, generator=torch.Generator().manual_seed(1), dtype=F64)
+    assert abs(ex.tail_index(u ** (-1 / 0.7), 2000) - 0.7) < 0.05
+    with pytest.raises(ValueError, match="top"):
+        ex.tail_index(u, 1)
+    with pytest.raises(ValueError, match="more than top"):
+        ex.tail_index(u[:10], 20)
+    with pytest.raises(ValueError, match="positive"):
+        ex.tail_index(-u, 10)
+
+
+@pytest.mark.slow
+def test_assumptions_example_reproduces_and_fails_for_another_law():
+    r = ex.assumptions_example(n=100000, trials=3, top=300)
+    assert statuses(r) == {"B-sec2-example-compat": "reproduced"}
+    # a density that blows up near E-perp (|P_E x| squared): every tail index halves, the row fails
+    assert statuses(ex.assumptions_example(n=100000, trials=3, top=300, warp=2.0)) == {"B-sec2-example-compat": "not-reproduced"}
+    # the tail indices a wrong criterion (k > p) would give
+    assert statuses(dict(r, alpha=r["ks"] / r["ps"]))["B-sec2-example-compat"] == "not-reproduced"
+    with pytest.raises(ValueError, match="ks must"):
+        ex.assumptions_example(ks=(4,), d=4)
 
 
 # ----------------------------------------------------------------------------- the rate in beta
@@ -189,6 +249,23 @@ def test_zero_temperature_rate_claims_follow_the_measurement(zero):
     assert statuses(slow)["B-prop8-vp-decay"] == "not-reproduced"
 
 
+def test_cor2_rate_is_judged_as_a_bound(zero):
+    # Corollary 2 bounds W2 from above: a decay faster than its rate agrees with it, a slower one does not
+    assert statuses(dict(zero, rate_mean_field=3.0, rate_late=5.0))["B-cor2-rate-gap"] == "reproduced"
+    assert statuses(dict(zero, rate_late=1.5))["B-cor2-rate-gap"] == "not-reproduced"  # 0.75 of gamma
+    assert statuses(dict(zero, rate_mean_field=0.85))["B-cor2-rate-gap"] == "not-reproduced"
+    rows = {c.id: c for c in judge(zero)}
+    assert set(rows["B-cor2-rate-gap"].measured) == {"mean_field", "finite_n"}  # the ratios stay printed
+    assert rows["B-cor2-rate-gap"].uncertainty.startswith("rate over the bound's rate, range over seeds")
+
+
+def test_decay_rate_refuses_a_window_without_two_points():
+    ts = np.linspace(0, 1, 5)
+    assert abs(ex.decay_rate(ts, np.exp(-2 * ts), (0.0, 1.0)) - 2) < 1e-12
+    with pytest.raises(ValueError, match="window"):
+        ex.decay_rate(ts, np.exp(-ts), (0.3, 0.4))
+
+
 def test_lemma9_and_prop8_fail_for_a_flow_they_do_not_cover():
     # eq. (1) at beta = 10 on the general example: Pi moves and V_p does not decay at Prop. 8's rate
     r = ex.zero_temperature_rate(n_large=50, n_small=30, trials=1, t1=4.0, window_mf=(0.5, 2.0), window_late=(2.0, 4.0),
@@ -232,13 +309,18 @@ def grad():
 
 
 def test_gradient_flow_claims_follow_the_measurement(grad):
-    assert statuses(grad) == {"B-appC3-min-small-beta": "reproduced", "B-appC3-min-zero-temp": "reproduced"}
-    swapped = dict(grad, small=grad["inf"], inf=grad["small"])  # each run judged as the other
+    st = statuses(grad)
+    assert {k: st[k] for k in ("B-appC3-min-small-beta", "B-appC3-min-zero-temp")} == {
+        "B-appC3-min-small-beta": "reproduced", "B-appC3-min-zero-temp": "reproduced"}
+    assert st["B-fig8-mid-E-then-F"] in ("reproduced", "partly")  # E first, then F (partly: no full phase on E)
+    swapped = dict(grad, small=grad["inf"], inf=grad["small"], mid=grad["inf"])  # each run judged as another
     assert set(statuses(swapped).values()) == {"not-reproduced"}
+    # straight to F (the small-beta run): never a phase on E, so "first E, then F" fails
+    assert statuses(dict(grad, mid=grad["small"]))["B-fig8-mid-E-then-F"] == "not-reproduced"
 
 
 def test_gradient_flow_claims_fail_at_a_larger_beta():
-    # beta = 30 is not "small": at t = 15 the tokens are not one Dirac on F yet
+    # beta = 30 is not "small": at t = 30 the tokens are not one Dirac on F yet
     st = statuses(ex.gradient_flow(trials=1, n=40, beta_small=30.0))
     assert st["B-appC3-min-small-beta"] == "not-reproduced" and st["B-appC3-min-zero-temp"] == "reproduced"
 

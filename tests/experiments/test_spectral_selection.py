@@ -219,6 +219,21 @@ def test_rho_min_claims_can_fail():
     assert _statuses(dict(r, min_dlogE={b: -1e-6 for b in r["betas"]}))[1] == "not-reproduced"
 
 
+def test_rho_min_trend_is_not_met_by_the_initial_condition():
+    # stopped at t = 0.5: about 3/4 of the uniform configurations already hold a nearly antipodal pair,
+    # which the old criterion (antipodal at the largest beta) counted as polarisation; no trial is in two clusters
+    r = ss.rho_min(trials=40, n=80, t1=0.5, dt=0.1, saves=2)
+    assert r["initial_clusters2"] == 0.0 and r["clusters2"][1.5] == 0.0
+    assert r["antipodal"][1.5] > ss.MAJORITY and r["initial_antipodal"] > ss.MAJORITY
+    assert _statuses(r)[0] == "not-reproduced"
+    # antipodal pairs without two clusters at beta = 1.5 do not count as the trend
+    full_like = dict(consensus={0.1: 1.0, 1.0: 0.45, 1.5: 0.015}, antipodal={0.1: 0.0, 1.0: 0.545, 1.5: 0.985},
+                     clusters2={0.1: 0.0, 1.0: 0.55, 1.5: 0.985}, min_dlogE={0.1: 1e-6, 1.0: 1e-6, 1.5: 1e-6})
+    assert [c.status for c in ss.rho_min_claims(full_like, ss.RhoMinConfig())][0] == "reproduced"
+    assert [c.status for c in ss.rho_min_claims(dict(full_like, clusters2={0.1: 0.0, 1.0: 0.55, 1.5: 0.2}),
+                                                ss.RhoMinConfig())][0] == "not-reproduced"
+
+
 def test_two_tokens_claim_can_fail():
     r = ss.two_tokens(trials=20, t1=20.0, dt=0.05, saves=81)
     assert _statuses(r) == ["reproduced"]

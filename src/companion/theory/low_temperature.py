@@ -31,6 +31,7 @@ __all__ = [
     "concentration_rate",
     "stability_bound",
     "lyapunov_vp",
+    "uniform_vp",
     "corollary2_rate",
     "corollary2_bound",
     "max_admissible_p",
@@ -409,6 +410,41 @@ def max_admissible_p(k: int) -> float:
     if int(k) != k or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
     return min(1.0, k / 2)
+
+
+def uniform_vp(d: int, k: int, p: float) -> float:
+    r"""Assumption 2's :math:`\mathcal V_p` of the uniform law on :math:`S^{d-1}` with ``k = dim E``:
+    finite iff ``k > 2p`` (paper B's Section 2 example), ``inf`` otherwise.
+
+    For uniform x, :math:`s = |P_E x|^2 \sim \mathrm{Beta}(k/2, (d-k)/2)`, so
+
+    .. math::
+
+        \mathcal V_p = \mathbb E\Big[\Big(\frac{1-s}{s}\Big)^p\Big]
+        = \frac{B\big(\tfrac k2 - p,\ \tfrac{d-k}2 + p\big)}{B\big(\tfrac k2,\ \tfrac{d-k}2\big)},
+
+    whose first argument reaches the pole of :math:`\Gamma` at ``k = 2p``. ``k = d`` gives 0 (every
+    token lies in E).
+
+    Examples
+    --------
+    >>> round(uniform_vp(4, 3, 1.0), 12)   # E[1/s] - 1 = (a + b - 1)/(a - 1) - 1 for s ~ Beta(3/2, 1/2)
+    1.0
+    >>> uniform_vp(3, 1, 0.5), uniform_vp(4, 2, 1.0), uniform_vp(4, 4, 1.0)
+    (inf, inf, 0.0)
+    """
+    if int(d) != d or int(k) != k or not 1 <= k <= d or d < 2:
+        raise ValueError(f"need integers 1 <= k <= d with d >= 2, got d = {d!r}, k = {k!r}")
+    p = check_positive(p, "p")
+    if p > 1:
+        raise ValueError(f"p must lie in (0, 1], got {p}")
+    if k == d:
+        return 0.0
+    if k <= 2 * p:
+        return math.inf
+    a, b = k / 2, (d - k) / 2
+    lbeta = lambda x, y: math.lgamma(x) + math.lgamma(y) - math.lgamma(x + y)
+    return math.exp(lbeta(a - p, b + p) - lbeta(a, b))
 
 
 def zero_temperature_exact(x0, B, V, ts, *, dt: float = 1e-3) -> torch.Tensor:

@@ -8,7 +8,7 @@ model's own beta is 1.
 
 One experiment a module (``figure3``, ``beta_comparison``, ``rate_in_beta``, ``zero_temperature_rate``,
 ``conjecture1``, ``gradient_flow``, ``laplace``, ``gradient_flow_beta``, ``eigen_consensus``,
-``hardmax``), each declared with a frozen config per profile (``fast``: CI, 2 CPU cores, about a
+``hardmax``, ``assumptions_example``), each declared with a frozen config per profile (``fast``: CI, 2 CPU cores, about a
 minute each; ``full``: the paper's sizes where it states them, more trials and tokens elsewhere, each
 experiment's :class:`~companion.registry.PaperScale` saying which) and judged by its claims
 function, whose thresholds are the constants of its module. What several share (the Figure 3
@@ -18,19 +18,23 @@ re-exported here.
 from ._shared import FIG3_B, FIG3_V, RATE_SLOPE, TOL_RATE_SLOPE, RATE_R2, simulate_betas
 from .figure3 import Figure3Config, figure3, plot_figure3, figure3_claims, PHASE1_TIME, TOL_PHASE1, TOL_PHASE2
 from .beta_comparison import (BetaComparisonConfig, beta_comparison, plot_beta_comparison, beta_comparison_claims,
-    EXIT_R2, EXIT_Z, EXIT_Z_PARTLY, NO_PHASE2_W2, MONOTONE_SLACK)
+    EXIT_R2, EXIT_Z, EXIT_Z_PARTLY, NO_PHASE2_W2, MONOTONE_SLACK, COR4_EPS_MAX, COR4_FLOOR_FACTOR, COR4_POINTS, COR4_RANGE,
+    cor4_window)
 from .rate_in_beta import RateInBetaConfig, rate_in_beta, plot_rate_in_beta, rate_in_beta_claims, NONSYM_M, NONSYM_V
 from .zero_temperature_rate import (ZeroTemperatureRateConfig, zero_temperature_rate, plot_zero_temperature_rate,
-    zero_temperature_rate_claims, general_pair, BOUND_RATIO, TOL_RATE_REL, TOL_PI_DRIFT, PROP8_RATIO)
+    zero_temperature_rate_claims, general_pair, decay_rate, BOUND_RATIO, TOL_RATE_REL, TOL_PI_DRIFT, PROP8_RATIO)
 from .conjecture1 import (Conjecture1Config, conjecture1, plot_conjecture1, conjecture1_claims, FABS_B, FABS_V,
     TOL_CONJ1, DIST_FLOOR)
-from .gradient_flow import GradientFlowConfig, gradient_flow, plot_gradient_flow, gradient_flow_claims, TOL_C3
+from .gradient_flow import (GradientFlowConfig, gradient_flow, plot_gradient_flow, gradient_flow_claims, TOL_C3,
+    MID_E_LEVEL, MID_E_DURATION, MID_E_FULL)
 from .laplace import (LaplaceConfig, laplace, plot_laplace, laplace_claims, LAPLACE_B, LAPLACE_WEIGHTS,
     LAPLACE_CENTRES, LAPLACE_KAPPAS, TOL_HOLE)
 from .gradient_flow_beta import (GradientFlowBetaConfig, gradient_flow_beta, plot_gradient_flow_beta,
     gradient_flow_beta_claims, TOL_ALIGN, TOL_ENERGY, TOL_ENERGY_PI, W2_CONTRAST, TOL_SWITCH, TOL_OPT)
 from .eigen_consensus import (EigenConsensusConfig, eigen_consensus, plot_eigen_consensus, eigen_consensus_claims,
     TOL_STATIONARY, TOL_CONSENSUS_RATE)
+from .assumptions_example import (AssumptionsExampleConfig, assumptions_example, plot_assumptions_example,
+    assumptions_example_claims, tail_index, TOL_EXAMPLE_Z)
 from .hardmax import (HardmaxConfig, hardmax, plot_hardmax, hardmax_claims, HARDMAX_GAP_FLOOR, HARDMAX_EXPONENT,
     TOL_HARDMAX_EXP)
 
@@ -57,6 +61,11 @@ __all__ = [
     "EXIT_Z_PARTLY",
     "NO_PHASE2_W2",
     "MONOTONE_SLACK",
+    "COR4_EPS_MAX",
+    "COR4_FLOOR_FACTOR",
+    "COR4_POINTS",
+    "COR4_RANGE",
+    "cor4_window",
     "RateInBetaConfig",
     "rate_in_beta",
     "plot_rate_in_beta",
@@ -68,6 +77,7 @@ __all__ = [
     "plot_zero_temperature_rate",
     "zero_temperature_rate_claims",
     "general_pair",
+    "decay_rate",
     "BOUND_RATIO",
     "TOL_RATE_REL",
     "TOL_PI_DRIFT",
@@ -85,6 +95,9 @@ __all__ = [
     "plot_gradient_flow",
     "gradient_flow_claims",
     "TOL_C3",
+    "MID_E_LEVEL",
+    "MID_E_DURATION",
+    "MID_E_FULL",
     "LaplaceConfig",
     "laplace",
     "plot_laplace",
@@ -117,4 +130,10 @@ __all__ = [
     "HARDMAX_GAP_FLOOR",
     "HARDMAX_EXPONENT",
     "TOL_HARDMAX_EXP",
+    "AssumptionsExampleConfig",
+    "assumptions_example",
+    "plot_assumptions_example",
+    "assumptions_example_claims",
+    "tail_index",
+    "TOL_EXAMPLE_Z",
 ]

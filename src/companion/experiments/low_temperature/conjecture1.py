@@ -171,19 +171,18 @@ def conjecture1_claims(result: dict[str, Any], cfg: Conjecture1Config) -> list[l
     return [
         ledger.Claim(
             id="B-conj1-F", paper="B", where="Conj. 1",
-            statement=f"Our example (the Fig. 3 matrices, beta = {cfg.beta:g}) ends on F, the top eigenspace of V: "
-                      f"RMS distance of the tokens to F at t = {t1}",
+            statement=f"Our example (Fig. 3's matrices, $\\beta = {cfg.beta:g}$) ends on $F$, the top eigenspace of $V$ "
+                      f"(RMS distance at $t = {t1}$)",
             verdict=ledger.verdict(dF, TOL_CONJ1), measured=dF, expected=f"<= {TOL_CONJ1:g}", tolerance=TOL_CONJ1,
             uncertainty=f"worst of {cfg.trials} seeds"),
         ledger.Claim(
             id="B-conj1-Fabs", paper="B", where="Conj. 1",
-            statement=f"Our example (V = diag(-1,1,-3), B = diag(-2,-1,-0.1), beta = {cfg.beta:g}) ends on F^abs, "
-                      "the eigenspace of V of largest modulus",
+            statement=f"Our example ($V = \\mathrm{{diag}}(-1,1,-3)$, $B = \\mathrm{{diag}}(-2,-1,-0.1)$, $\\beta = {cfg.beta:g}$) "
+                      "ends on $F^{\\rm abs}$, the eigenspace of $V$ of largest modulus",
             verdict=ledger.verdict(dA, TOL_CONJ1), measured=dA, expected=f"<= {TOL_CONJ1:g}", tolerance=TOL_CONJ1,
             uncertainty=f"worst of {cfg.trials} seeds"),
         ledger.Claim(
             id="B-fig2-examples", paper="B", where="Fig. 2, App. C.4",
-            statement="The paper's own Figure 2 and Appendix C.4 examples (their matrices were not recovered; "
-                      "our own examples are the two rows above)",
+            statement="The paper's own Figure 2 and Appendix C.4 examples (matrices not recovered; ours are the rows above)",
             verdict=ledger.NOT_CHECKABLE),
     ]

@@ -221,17 +221,15 @@ def eigen_consensus_claims(result: dict[str, Any], cfg: EigenConsensusConfig) ->
     return [
         ledger.Claim(
             id="B-appB-eigen-stationary", paper="B", where="App. B",
-            statement=f"delta_v and n_+/n delta_v + n_-/n delta_-v (n = {cfg.n}, n_+ = {cfg.n_plus}) are stationary for eq. (1) "
-                      f"for every eigenvector v of V (the Figure 3 V, a random B, beta = {betas}): largest |field| and "
-                      f"largest drift over t = {cfg.t1:g}",
+            statement=f"$\\delta_v$ and $\\frac{{n_+}}{{n}}\\delta_v + \\frac{{n_-}}{{n}}\\delta_{{-v}}$ are stationary for eq. (1), "
+                      f"every eigenvector $v$ of $V$ ($\\beta = {betas}$)",
             verdict=ledger.verdict(field, TOL_STATIONARY, scale=TOL_STATIONARY), measured=field, expected=0.0,
             tolerance=TOL_STATIONARY,
             uncertainty=f"the same field at a non-eigenvector: {float(np.min(result['field_non_eigen'])):.3g}"),
         ledger.Claim(
             id="B-appB-top-consensus-stable", paper="B", where="App. B",
-            statement="Consensus on the top eigenvector of V is stable, on the other eigenvectors unstable (a perturbation "
-                      f"of size {cfg.eps:g} decays, resp. grows; needed), at the linearised rates -lambda_v (spread) and "
-                      "lambda_k - lambda_v (mean, along u_k) (derived; within the tolerance, else partly)",
+            statement="Consensus on the top eigenvector of $V$ is stable, on the others unstable, at rates "
+                      "$-\\lambda_v$ and $\\lambda_k - \\lambda_v$ (derived)",
             verdict=ledger.graded([ledger.verdict(signs)], [ledger.verdict(rel, TOL_CONSENSUS_RATE)]),
             measured={"fastest_growth_per_eigenvector": [float(g) for g in growth], "max_relative_rate_error": rel},
             expected={"top": "< 0", "others": "> 0", "rates": f"within {TOL_CONSENSUS_RATE:g}"}, tolerance=TOL_CONSENSUS_RATE),

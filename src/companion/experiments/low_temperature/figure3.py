@@ -171,14 +171,14 @@ def figure3_claims(result: dict[str, Any], cfg: Figure3Config) -> list[ledger.Cl
     return [
         ledger.Claim(
             id="B-fig3-phase1-E", paper="B", where="Fig. 3",
-            statement=f"At beta = {cfg.beta:g} the tokens first concentrate on the top eigenspace E of V B^T "
-                      f"(min over seeds of mean |P_E x|^2 at t = {PHASE1_TIME:g})",
+            statement=f"At $\\beta = {cfg.beta:g}$ the tokens first concentrate on $E$, the top eigenspace of $VB^\\top$ "
+                      f"(mean $|P_E x|^2$ at $t = {PHASE1_TIME:g}$)",
             verdict=ledger.verdict(1.0 - aE, TOL_PHASE1), measured=aE, expected=1.0, tolerance=TOL_PHASE1,
             uncertainty=f"worst of {cfg.trials} seeds"),
         ledger.Claim(
             id="B-fig3-phase2-F", paper="B", where="Fig. 3",
-            statement=f"On a second time scale the tokens align with F, the top eigenspace of V "
-                      f"(min over seeds of mean |P_F x|^2 at t = {t_end:g})",
+            statement=f"On a second time scale they align with $F$, the top eigenspace of $V$ "
+                      f"(mean $|P_F x|^2$ at $t = {t_end:g}$)",
             verdict=ledger.verdict(1.0 - aF, TOL_PHASE2), measured=aF, expected=1.0, tolerance=TOL_PHASE2,
             uncertainty=f"worst of {cfg.trials} seeds"),
     ]

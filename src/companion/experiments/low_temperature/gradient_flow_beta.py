@@ -243,39 +243,40 @@ def gradient_flow_beta_claims(result: dict[str, Any], cfg: GradientFlowBetaConfi
     return [
         ledger.Claim(
             id="B-fig6-max-small-beta-dirac", paper="B", where="App. C.3, Fig. 6",
-            statement=f"B = V positive definite (ours: diag{tuple(cfg.pd_diag)}), beta = {bs}: the tokens reach the "
-                      f"energy-optimal state, one Dirac at +-v_max(B) (min energy ratio E_B(mu_t)/E_B(delta_v), {where})",
-            verdict=ledger.verdict(1.0 - dirac, TOL_ENERGY), measured=dirac, expected=1.0, tolerance=TOL_ENERGY),
+            statement=f"$B = V$ positive definite (ours: $\\mathrm{{diag}}{tuple(cfg.pd_diag)}$), $\\beta = {bs}$: "
+                      "one Dirac at $\\pm v_{\\max}(B)$, the energy optimum",
+            verdict=ledger.verdict(1.0 - dirac, TOL_ENERGY), measured=dirac, expected=1.0, tolerance=TOL_ENERGY,
+            uncertainty=f"min energy ratio E_B(mu_t)/E_B(delta_v), {where}"),
         ledger.Claim(
             id="B-fig6-max-large-beta-near-pi", paper="B", where="App. C.3, Fig. 6",
-            statement=f"Same matrices, beta = {bl}: the tokens stay near Pi_# rho_0 at suboptimal energy: aligned with E, at "
-                      f"the energy ratio of Pi_# rho_0 itself (derived: q_+^2 + q_-^2 + 2 q_+ q_- e^(-2 beta lambda)), and W2 to "
-                      f"Pi_# rho_0 at most {W2_CONTRAST:g} times that at beta = {bs} ({where})",
+            statement=f"Same matrices, $\\beta = {bl}$: the tokens stay near $\\Pi_\\sharp\\rho_0$, at its "
+                      f"(suboptimal) energy, $W_2$ at most ${W2_CONTRAST:g}\\times$ that at $\\beta = {bs}$",
             verdict=ledger.worst(ledger.verdict(1.0 - al6, TOL_ALIGN), ledger.verdict(e6, TOL_ENERGY_PI),
                                  ledger.verdict(c6, W2_CONTRAST)),
             measured={"min_alignment": al6, "energy_ratio_minus_pi": e6, "w2_ratio_large_small": c6},
-            expected={"alignment": f">= {1 - TOL_ALIGN:g}", "energy": f"within {TOL_ENERGY_PI:g}", "w2_ratio": f"<= {W2_CONTRAST:g}"}),
+            expected={"alignment": f">= {1 - TOL_ALIGN:g}", "energy": f"within {TOL_ENERGY_PI:g}", "w2_ratio": f"<= {W2_CONTRAST:g}"},
+            uncertainty=where),
         ledger.Claim(
             id="B-fig7-nsd-pi-every-beta", paper="B", where="App. C.3, Fig. 7",
-            statement=f"B = V negative semi-definite (ours: diag{tuple(cfg.nsd_diag)}): convergence towards Pi_# rho_0 even "
-                      f"for small beta: aligned with E at every beta from {bs} to {bl} (needed), and at most {TOL_SWITCH:g} of "
-                      f"the tokens on the other pole than Pi sends them to (else partly) ({where})",
+            statement=f"$B = V$ negative semi-definite (ours: $\\mathrm{{diag}}{tuple(cfg.nsd_diag)}$): convergence towards "
+                      f"$\\Pi_\\sharp\\rho_0$ even for small $\\beta$ ({bs} to {bl})",
             verdict=ledger.graded([ledger.verdict(1.0 - al7, TOL_ALIGN)], [ledger.verdict(sw7, TOL_SWITCH)]),
             measured={"min_alignment": al7, "max_switched_fraction": sw7},
-            expected={"alignment": f">= {1 - TOL_ALIGN:g}", "switched": f"<= {TOL_SWITCH:g}"}),
+            expected={"alignment": f">= {1 - TOL_ALIGN:g} (needed)", "switched": f"<= {TOL_SWITCH:g} (else partly)"},
+            uncertainty=where),
         ledger.Claim(
             id="B-fig7-nsd-large-beta-optimal", paper="B", where="App. C.3, Fig. 7",
-            statement=f"Same matrices, beta = {bl}: the tokens reach an energetically optimal state (min energy ratio "
-                      f"E_B(mu_t) / E_B((delta_v + delta_-v)/2); its finite-n shortfall is (q_+ - q_-)^2, derived) ({where})",
-            verdict=ledger.verdict(1.0 - opt7, TOL_OPT), measured=opt7, expected=f">= {1 - TOL_OPT:g}", tolerance=TOL_OPT),
+            statement=f"Same matrices, $\\beta = {bl}$: an energetically optimal state, "
+                      "$\\mathcal{E}_B(\\mu_t)/\\mathcal{E}_B(\\tfrac12(\\delta_v + \\delta_{-v})) \\approx 1$",
+            verdict=ledger.verdict(1.0 - opt7, TOL_OPT), measured=opt7, expected=f">= {1 - TOL_OPT:g}", tolerance=TOL_OPT,
+            uncertainty=f"{where}; finite-n shortfall (q_+ - q_-)^2 (derived)"),
         ledger.Claim(
             id="B-fig9-min-pd-large-beta-only", paper="B", where="App. C.3, Fig. 9",
-            statement=f"B = -V, B positive definite (ours: diag{tuple(cfg.pd_diag)}): alignment with E and W2 convergence to "
-                      f"Pi_# rho_0 only for larger beta: aligned at beta = {bl}, not aligned at beta = {bs}, and W2 at most "
-                      f"{W2_CONTRAST:g} times that at beta = {bs} ({where})",
+            statement=f"$B = -V$ positive definite (ours: $\\mathrm{{diag}}{tuple(cfg.pd_diag)}$): alignment with $E$ and "
+                      f"$W_2$ convergence to $\\Pi_\\sharp\\rho_0$ only for larger $\\beta$ ({bl}, not {bs})",
             verdict=ledger.worst(ledger.verdict(1.0 - al9_l, TOL_ALIGN), ledger.verdict(1.0 - al9_s, TOL_ALIGN, better="higher"),
                                  ledger.verdict(c9, W2_CONTRAST)),
             measured={"alignment_large_beta": al9_l, "alignment_small_beta": al9_s, "w2_ratio_large_small": c9},
             expected={"alignment_large": f">= {1 - TOL_ALIGN:g}", "alignment_small": f"< {1 - TOL_ALIGN:g}",
-                      "w2_ratio": f"<= {W2_CONTRAST:g}"}),
+                      "w2_ratio": f"<= {W2_CONTRAST:g}"}, uncertainty=where),
     ]

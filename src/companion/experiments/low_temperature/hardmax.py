@@ -151,9 +151,8 @@ def hardmax_claims(result: dict[str, Any], cfg: HardmaxConfig) -> list[ledger.Cl
     return [
         ledger.Claim(
             id="B-appC1-hardmax-not-alg2", paper="B", where="App. C.1",
-            statement=f"Algorithm 1 with the softmax replaced by a hardmax is not Algorithm 2 at finite n: from the same "
-                      f"tokens (Fibonacci lattices, n = {ns}, the Figure 3 matrices) their trajectories differ at t = {cfg.t1:g} "
-                      "(needed), by a gap shrinking like n^(-1/2), the spacing of the tokens (derived; else partly)",
+            statement=f"Algorithm 1 with a hardmax is not Algorithm 2 at finite $n$: the gap at $t = {cfg.t1:g}$ "
+                      f"shrinks like $n^{{-1/2}}$ (derived; $n = {ns}$)",
             verdict=ledger.graded([ledger.verdict(smallest, HARDMAX_GAP_FLOOR, better="higher")],
                                   [ledger.verdict(abs(a - HARDMAX_EXPONENT), TOL_HARDMAX_EXP)]),
             measured={"smallest_gap": smallest, "exponent_n": a},

@@ -207,10 +207,8 @@ def laplace_claims(result: dict[str, Any], cfg: LaplaceConfig) -> list[ledger.Cl
     return [
         ledger.Claim(
             id="B-lemma5-laplace-rate", paper="B", where="Lemma 5, Sec. 4.1",
-            statement="Quantitative Laplace principle on S^2: for a law with a positive density (ours: half uniform, two "
-                      "von Mises-Fisher bumps) the softmax mean approaches y*(x) = B^T x / |B^T x| at least like "
-                      f"sqrt(log(beta+1)/beta) (worst of {cfg.tokens} directions x, beta from {cfg.betas[0]:g} to {bmax}; "
-                      "log-log slope against the rate >= 1)",
+            statement="For a positive density on $S^2$ the softmax mean approaches $y^*(x) = B^\\top x/|B^\\top x|$ "
+                      f"at least like $\\sqrt{{\\log(\\beta+1)/\\beta}}$ ($\\beta \\le {bmax}$)",
             verdict=ledger.verdict(s, floor, better="higher", scale=TOL_RATE_SLOPE) if r2 >= RATE_R2 else ledger.verdict(False),
             measured={"slope_vs_rate": s, "r2": r2, "exponent_beta": float(result["exponent"]),
                       f"err_at_beta_{bmax}": err_last, "err_over_leading_term": err_last / lead_last,
@@ -218,8 +216,7 @@ def laplace_claims(result: dict[str, Any], cfg: LaplaceConfig) -> list[ledger.Cl
             expected=f"slope >= {RATE_SLOPE:g}", tolerance=TOL_RATE_SLOPE),
         ledger.Claim(
             id="B-lemma5-assumption3-needed", paper="B", where="Lemma 5, Sec. 2 (Assumption 3)",
-            statement=f"Without Assumption 3 the softmax field is a poor approximation of the zero-temperature one even for "
-                      f"large beta: with a cap of radius {cfg.hole_radius:g} cut out around y*(x) the error at beta = {bmax} "
-                      "stays at its limit 1 - cos r",
+            statement=f"Without Assumption 3 the error stays at its limit $1 - \\cos r$ at $\\beta = {bmax}$ "
+                      f"(a cap of radius $r = {cfg.hole_radius:g}$ cut out around $y^*(x)$)",
             verdict=ledger.verdict(abs(hole / limit - 1), TOL_HOLE), measured=hole, expected=limit, tolerance=TOL_HOLE),
     ]

@@ -171,21 +171,20 @@ def rate_in_beta_claims(result: dict[str, Any], cfg: RateInBetaConfig) -> list[l
         sn, r2n = float(result["fit_rate_nonsym"]["slope"]), float(result["fit_rate_nonsym"]["r2"])
         rows.append(ledger.Claim(
             id="B-appC2-prop6-nonsymmetric", paper="B", where="Prop. 6, Sec. 2, App. C.2",
-            statement="Prop. 6 holds without A2: with a non-symmetric M = V B^T (our choice: Fig. 3's M plus 1/2 at (1, 2)) the "
-                      "distance between the beta and zero-temperature solutions at fixed t still decays at least like "
-                      "sqrt(log(beta+1)/beta) (log-log slope against the rate >= 1)",
+            statement="Without A2 (ours: Fig. 3's $M$ plus $1/2$ at $(1, 2)$), $W_2(\\rho^\\beta_t, \\rho_t)$ still decays "
+                      "at least like $\\sqrt{\\log(\\beta+1)/\\beta}$",
             verdict=ledger.verdict(sn, floor, better="higher", scale=TOL_RATE_SLOPE) if r2n >= RATE_R2 else ledger.verdict(False),
             measured={"slope_vs_rate": sn, "r2": r2n}, expected=f"slope >= {RATE_SLOPE:g}", tolerance=TOL_RATE_SLOPE))
     return rows + [
         ledger.Claim(
             id="B-thm1-rate-beta", paper="B", where="Thm. 1, Prop. 6",
-            statement="At fixed t the distance between the beta and zero-temperature solutions decays at least like "
-                      "sqrt(log(beta+1)/beta) (log-log slope against the rate >= 1)",
+            statement="At fixed $t$, $W_2(\\rho^\\beta_t, \\rho_t)$ decays at least like $\\sqrt{\\log(\\beta+1)/\\beta}$ "
+                      "(log-log slope against it $\\ge 1$)",
             verdict=ledger.verdict(s, floor, better="higher", scale=TOL_RATE_SLOPE) if r2 >= RATE_R2 else ledger.verdict(False),
             measured={"slope_vs_rate": s, "exponent_beta": float(result["exponent"])}, expected=f"slope >= {RATE_SLOPE:g}",
             tolerance=TOL_RATE_SLOPE),
         ledger.Claim(
             id="B-thm1-constants", paper="B", where="Thm. 1, Prop. 6, Cor. 4",
-            statement="The constants C, c, C0, C1 and the exact assumptions of Theorem 1 / Prop. 6",
+            statement="The constants $C$, $c$, $C_0$, $C_1$ and the exact assumptions of Theorem 1 and Prop. 6",
             verdict=ledger.NOT_CHECKABLE),
     ]

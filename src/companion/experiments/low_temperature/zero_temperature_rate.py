@@ -20,6 +20,7 @@ __all__ = [
     "plot_zero_temperature_rate",
     "zero_temperature_rate_claims",
     "general_pair",
+    "decay_rate",
     "BOUND_RATIO",
     "TOL_RATE_REL",
     "TOL_PI_DRIFT",
@@ -28,7 +29,9 @@ __all__ = [
 
 # Cor. 2's bound: the measured W2 over the bound, maximised over t, seeds and p, must not exceed 1.
 BOUND_RATIO = 1.0
-# Cor. 2's exponent: measured rate within 10 % of p* gamma / sigma_max(B) (fits over 2.5-4 time units).
+# Cor. 2 is an upper bound: W2 must decay at least at its rate p* gamma / sigma_max(B). A faster decay
+# agrees with it; a rate more than 10 % below it fails (our allowance for a fit over 2.5-4 time units,
+# where the bound's constant sqrt(2 V_p) still weighs; the paper states no tolerance).
 TOL_RATE_REL = 0.1
 # Lemma 9: Pi(x_t) = Pi(x_0) exactly along eq. (3), Euler steps included (each step moves P_E x along
 # itself); 1e-9 is far above the rounding (1e-15) and far below a real drift.
@@ -91,6 +94,31 @@ def general_pair(d: int, generator: torch.Generator) -> tuple[torch.Tensor, torc
     M = (M + M.T) / 2  # symmetric to the last bit
     B = torch.randn(d, d, generator=generator, dtype=F64) + 2 * torch.eye(d, dtype=F64)
     return B, M @ torch.linalg.inv(B.T)
+
+
+def decay_rate(ts: Any, w: Any, window: tuple[float, float]) -> float:
+    r"""The exponential rate of ``w`` over ``window``: minus the least-squares slope of :math:`\log w`
+    against t on the saved times inside it.
+
+    Parameters
+    ----------
+    ts : (T,) saved times.
+    w : (T,) positive values (a W_2 curve).
+    window : (t_start, t_end), holding at least two saved times.
+
+    Examples
+    --------
+    >>> ts = np.linspace(0, 4, 9)
+    >>> round(decay_rate(ts, 3 * np.exp(-1.5 * ts), (1.0, 3.0)), 12)
+    1.5
+    """
+    ts, w = np.asarray(ts, dtype=float), np.asarray(w, dtype=float)
+    if ts.shape != w.shape or ts.ndim != 1:
+        raise ValueError(f"ts and w must be (T,) arrays of one shape, got {ts.shape} and {w.shape}")
+    m = (ts >= window[0]) & (ts <= window[1])
+    if m.sum() < 2:
+        raise ValueError(f"window {tuple(window)} holds {int(m.sum())} saved times; a rate needs at least 2")
+    return -fits.line_fit(ts[m], np.log(w[m]))["slope"]
 
 
 def plot_zero_temperature_rate(result: dict[str, Any], ax=None):
@@ -185,13 +213,8 @@ def zero_temperature_rate(cfg: ZeroTemperatureRateConfig, generator: torch.Gener
             "pi_drift": float(max((metrics.project_to_subspace(x, basis) - pi0).abs().max() for x in sol.xs)),
         }
     ts = out["ts"]
-
-    def rate(w, window):
-        m = (ts >= window[0]) & (ts <= window[1])
-        return -fits.line_fit(ts[m], np.log(w.mean(-1)[m]))["slope"]
-
-    out["rate_mean_field"] = rate(out["large"]["w2"], cfg.window_mf)
-    out["rate_late"] = rate(out["small"]["w2"], cfg.window_late)
+    out["rate_mean_field"] = decay_rate(ts, out["large"]["w2"].mean(-1), cfg.window_mf)
+    out["rate_late"] = decay_rate(ts, out["small"]["w2"].mean(-1), cfg.window_late)
     # Predictions: the Corollary's exponent p gamma / sigma_max(B) with the largest admissible p
     # (k = dim E = 1: p < 1/2 for a density, so the rate approaches 1/2 gamma / sigma_max; p = 1 for
     # finitely many tokens off E-perp).
@@ -232,12 +255,26 @@ def _general_run(cfg: ZeroTemperatureRateConfig, generator: torch.Generator, dev
     }
 
 
+def _seed_ratios(result: dict[str, Any], cfg: ZeroTemperatureRateConfig) -> str | None:
+    """The range over seeds of each regime's rate over the bound's, from the stored W2 curves (None
+    when the result carries no per-seed curves)."""
+    parts = []
+    for name, window, key in (("large", cfg.window_mf, "predicted_mean_field"), ("small", cfg.window_late, "predicted_late")):
+        w = np.asarray(result[name].get("w2", []), dtype=float)
+        if w.ndim != 2 or w.shape[0] != len(result.get("ts", [])):
+            return None
+        r = [decay_rate(result["ts"], w[:, s], window) / float(result[key]) for s in range(w.shape[1])]
+        parts.append(f"{'mean field' if name == 'large' else 'finite n'} {min(r):.3f} to {max(r):.3f}")
+    return "rate over the bound's rate, range over seeds: " + "; ".join(parts)
+
+
 @claims_for("lowtemp-zero-temperature-rate")
 def zero_temperature_rate_claims(result: dict[str, Any], cfg: ZeroTemperatureRateConfig) -> list[ledger.Claim]:
     """Corollary 2, Lemma 9, Prop. 8 and Lemma 7: the bound holds (max ratio at most
-    :data:`BOUND_RATIO`), the rates match p* gamma / sigma_max(B) within :data:`TOL_RATE_REL`;
-    on the general example Pi(x_t) = Pi(x_0) within :data:`TOL_PI_DRIFT` and V_p decays at
-    Prop. 8's rate (ratio at most :data:`PROP8_RATIO`); Lemma 7 holds for every law, so its row
+    :data:`BOUND_RATIO`) and, Corollary 2 being an upper bound, W2 decays at least at its rate
+    p* gamma / sigma_max(B) (measured over predicted at least 1 - :data:`TOL_RATE_REL`; faster is
+    consistent); on the general example Pi(x_t) = Pi(x_0) within :data:`TOL_PI_DRIFT` and V_p decays
+    at Prop. 8's rate (ratio at most :data:`PROP8_RATIO`); Lemma 7 holds for every law, so its row
     records the slack, not-checkable.
 
     Examples
@@ -249,46 +286,49 @@ def zero_temperature_rate_claims(result: dict[str, Any], cfg: ZeroTemperatureRat
     >>> [c.status for c in zero_temperature_rate_claims(r, ZeroTemperatureRateConfig())][:4]
     ['reproduced', 'reproduced', 'reproduced', 'reproduced']
     >>> [c.status for c in zero_temperature_rate_claims(dict(r, rate_mean_field=2.0), ZeroTemperatureRateConfig())][:4]
+    ['reproduced', 'reproduced', 'reproduced', 'reproduced']
+    >>> [c.status for c in zero_temperature_rate_claims(dict(r, rate_mean_field=0.7), ZeroTemperatureRateConfig())][:4]
     ['reproduced', 'not-reproduced', 'reproduced', 'reproduced']
     """
     ratio = max(float(v) for name in ("large", "small") for v in result[name]["bound_ratio"].values())
-    rel = max(abs(float(result["rate_mean_field"]) / float(result["predicted_mean_field"]) - 1),
-              abs(float(result["rate_late"]) / float(result["predicted_late"]) - 1))
+    rate_ratio = {"mean_field": float(result["rate_mean_field"]) / float(result["predicted_mean_field"]),
+                  "finite_n": float(result["rate_late"]) / float(result["predicted_late"])}
+    rate = ledger.worst(*(ledger.verdict(v, 1 - TOL_RATE_REL, better="higher", scale=TOL_RATE_REL)
+                          for v in rate_ratio.values()))
     gen = result["general"]
     drift = float(gen["pi_drift"])
     prop8 = max(float(v) for v in gen["prop8_ratio"].values())
     lemma7 = max(float(v) for v in gen["lemma7_ratio"].values())
-    where_gen = (f"d = {int(gen['d'])}, dim E = {int(gen['dim_E'])}, M not diagonal (max |off-diagonal| "
-                 f"{float(gen['offdiag']):.2g}), B not orthogonal, {cfg.n_small} tokens x {cfg.trials} seeds")
+    where_gen = (f"$d = {int(gen['d'])}$, $\\dim E = {int(gen['dim_E'])}$, $M$ not diagonal, $B$ not orthogonal, "
+                 f"{cfg.n_small} tokens x {cfg.trials} seeds")
     ps = ", ".join(f"{p:g}" for p in cfg.ps)
     return [
         ledger.Claim(
             id="B-cor2-bound", paper="B", where="Cor. 2",
-            statement=f"W2(rho_t, Pi_# rho_0) <= sqrt(2 V_p(rho_0)) exp(-p gamma t / sigma_max(B)) for p = {ps} "
-                      "(max ratio over t, seeds, n)",
+            statement=f"$W_2(\\rho_t, \\Pi_\\sharp\\rho_0) \\le \\sqrt{{2\\mathcal{{V}}_p(\\rho_0)}}\\, e^{{-p\\gamma t/\\sigma_{{\\max}}(B)}}$ "
+                      f"for $p = {ps}$ (max ratio over $t$, seeds, $n$)",
             verdict=ledger.verdict(ratio, BOUND_RATIO), measured=ratio, expected=f"<= {BOUND_RATIO:g}", tolerance=BOUND_RATIO),
         ledger.Claim(
             id="B-cor2-rate-gap", paper="B", where="Cor. 2",
-            statement="The zero-temperature flow converges exponentially at rate p* gamma / sigma_max(B) (mean field: p* = 1/2; finite n: p = 1)",
-            verdict=ledger.verdict(rel, TOL_RATE_REL),
-            measured={"mean_field": float(result["rate_mean_field"]), "finite_n": float(result["rate_late"])},
-            expected={"mean_field": float(result["predicted_mean_field"]), "finite_n": float(result["predicted_late"])},
-            tolerance=TOL_RATE_REL),
+            statement="$W_2$ decays at least at the bound's rate $p^*\\gamma/\\sigma_{\\max}(B)$ "
+                      "(measured over bound rate; mean field $p^* = 1/2$, finite $n$ $p = 1$; 10 % fit allowance ours)",
+            verdict=rate, measured=rate_ratio,
+            expected={"mean_field": f">= {1 - TOL_RATE_REL:g} (bound rate {float(result['predicted_mean_field']):.4g})",
+                      "finite_n": f">= {1 - TOL_RATE_REL:g} (bound rate {float(result['predicted_late']):.4g})"},
+            tolerance=TOL_RATE_REL, uncertainty=_seed_ratios(result, cfg)),
         ledger.Claim(
             id="B-lemma9-pi-invariant", paper="B", where="Lemma 9",
-            statement=f"Pi(x_t) = Pi(x_0) along the zero-temperature flow ({where_gen}; with dim E = 1 and a "
-                      "diagonal M it would only say that the sign of x_1 never changes)",
+            statement=f"$\\Pi(x_t) = \\Pi(x_0)$ along eq. (3) ({where_gen}, max $|M_{{ij}}|_{{i \\ne j}} = {float(gen['offdiag']):.2g}$)",
             verdict=ledger.verdict(drift, TOL_PI_DRIFT), measured=drift, expected=0.0, tolerance=TOL_PI_DRIFT),
         ledger.Claim(
             id="B-prop8-vp-decay", paper="B", where="Prop. 8",
-            statement=f"V_p(rho_t) <= V_p(rho_0) exp(-2 p gamma t / sigma_max(B)) along eq. (3) for p = {ps} "
-                      f"(max over t > 0 and seeds of the ratio; {where_gen})",
+            statement=f"$\\mathcal{{V}}_p(\\rho_t) \\le \\mathcal{{V}}_p(\\rho_0)\\, e^{{-2p\\gamma t/\\sigma_{{\\max}}(B)}}$ along eq. (3), "
+                      f"$p = {ps}$ ({where_gen})",
             verdict=ledger.verdict(prop8, PROP8_RATIO, scale=PROP8_RATIO - 1), measured=prop8, expected="<= 1",
             tolerance=PROP8_RATIO - 1),
         ledger.Claim(
             id="B-lemma7-w2-vp", paper="B", where="Lemma 7",
-            statement="W_2(mu, Pi_# mu)^2 <= 2 V_p(mu): true token by token (|x - Pi(x)|^2 = 2 (1 - cos theta) <= "
-                      "2 tan(theta)^(2p)), so a numerical check could not fail; measured: its slack along eq. (3), "
-                      f"max over t, seeds and p of the coupling cost over sqrt(2 V_p) ({where_gen})",
+            statement="$W_2(\\mu, \\Pi_\\sharp\\mu)^2 \\le 2\\mathcal{V}_p(\\mu)$ holds token by token, so cannot fail; "
+                      "measured: its slack along eq. (3)",
             verdict=ledger.NOT_CHECKABLE, measured=lemma7, expected="<= 1 (for every law)"),
     ]

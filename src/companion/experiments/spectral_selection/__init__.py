@@ -40,7 +40,7 @@ from .stability_boundary import (StabilityBoundaryConfig, stability_boundary, pl
                                  TOL_BISECT, R_GROUPS)
 from .cone_bound import (ConeBoundConfig, cone_bound, plot_cone_bound, plot_cone_bound_snapshots, cone_bound_claims, CONE_RHO,
                          CONE_R)
-from .rho_min import RhoMinConfig, rho_min, plot_rho_min, rho_min_claims, TOL_OUTCOME, BOTH_OUTCOMES
+from .rho_min import RhoMinConfig, rho_min, plot_rho_min, rho_min_claims, TOL_OUTCOME, BOTH_OUTCOMES, CLUSTER_TOL
 from .two_tokens import TwoTokensConfig, two_tokens, plot_two_tokens, two_tokens_claims, RHO_FLOOR
 from .multi_token import MultiTokenConfig, multi_token, plot_multi_token, multi_token_claims
 
@@ -88,6 +88,7 @@ __all__ = [
     "rho_min_claims",
     "TOL_OUTCOME",
     "BOTH_OUTCOMES",
+    "CLUSTER_TOL",
     "TwoTokensConfig",
     "two_tokens",
     "plot_two_tokens",

@@ -32,6 +32,6 @@ def energy_claim(min_dlogE: float, id: str, data: str) -> ledger.Claim:
     ('reproduced', 'not-reproduced')
     """
     return ledger.Claim(
-        id=id, paper="C", where="Sec. 2.2", statement=f"The interaction energy E_beta never decreases ({data})",
+        id=id, paper="C", where="Sec. 2.2", statement=f"The interaction energy $E_\\beta$ never decreases ({data})",
         verdict=ledger.verdict(-min_dlogE, TOL_MONOTONE), measured=f"> {-TOL_MONOTONE:g}" if min_dlogE > -TOL_MONOTONE else min_dlogE,
         expected=">= 0", tolerance=TOL_MONOTONE)

@@ -217,12 +217,12 @@ def cone_bound_claims(result: dict[str, Any], cfg: ConeBoundConfig) -> list[ledg
                     ledger.verdict(dist, CONE_R))
     return [
         ledger.Claim(id="C-thm6.1-cone-bound", paper="C", where="Thm. 6.1",
-                     statement="R_k(t) <= R_k(0) exp(-delta (lambda_1 - |lambda_k|) t) on cone data",
+                     statement="$R_k(t) \\le R_k(0)\\, e^{-\\delta(\\lambda_1 - |\\lambda_k|)t}$ on cone data",
                      verdict=bound, measured=q, expected="<= 1 (t > 0)", tolerance=TOL_BOUND),
-        ledger.Claim(id="C-fig1-cone-cluster", paper="C", where="Fig. 1", statement="One-sided data contract to a single cluster at e_1",
+        ledger.Claim(id="C-fig1-cone-cluster", paper="C", where="Fig. 1", statement="One-sided data contract to a single cluster at $e_1$",
                      verdict=cluster, measured=rho, expected="rho_min > 0.99 and R_k < 0.01 at t_end", tolerance=1.0 - CONE_RHO),
         ledger.Claim(id="C-cor6.2-negative-cone", paper="C", where="Cor. 6.2",
-                     statement="Tokens with c_i1(0) <= -delta < 0 reach consensus at -e_1, R_k decaying as in Theorem 6.1",
+                     statement="Tokens with $c_{i1}(0) \\le -\\delta < 0$ reach consensus at $-e_1$, $R_k$ decaying as in Theorem 6.1",
                      verdict=mirror, measured=[qm, dist], expected="R_k / bound <= 1 (t > 0); max_i |x_i(t_end) + e_1| <= 0.01",
                      tolerance=CONE_R),
     ]

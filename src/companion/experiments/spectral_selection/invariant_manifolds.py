@@ -244,19 +244,21 @@ def invariant_manifolds_claims(result: dict[str, Any], cfg: InvariantManifoldsCo
                       f"{cfg.energy_trials} random 20-token trajectories, beta = {', '.join(f'{b:g}' for b in cfg.energy_betas)}"),
         ledger.Claim(
             id="C-lem4.4-bipolar", paper="C", where="Sec. 4.2, Lemma 4.4",
-            statement="The balanced bipolar manifold x_i = s_i u is invariant, u' = tanh(beta M)(V u - M u) and "
-                      "M' = 2 alpha(M) sum_k p_k (lambda_k - M)^2, so |M| never decreases"
+            statement="The balanced bipolar manifold $x_i = s_i u$ is invariant, with "
+                      "$\\dot M = 2\\alpha(M)\\sum_k p_k(\\lambda_k - M)^2$, so $|M|$ never decreases"
                       + ("" if balanced else f" (run with n_+, n_- = {cfg.split}: not balanced)"),
             verdict=bipolar, measured=[below(off, 1e-12), below(ae, 1e-12), below(de, 1e-12)],
             expected="offset, |alpha - tanh(beta M)|, |M' - Lemma 4.4| <= 1e-10; sign(M0) dM >= 0", tolerance=TOL_ROUNDING),
         ledger.Claim(
             id="C-prop4.5-bipolar-selection", paper="C", where="Sec. 4.2, Prop. 4.5",
-            statement="On the balanced bipolar manifold the sign of M(0) selects the largest (M(0) > 0) or smallest (M(0) < 0) "
-                      "eigenvalue: p_k / p_k* <= (p_k / p_k*)(0) exp(-2 |tanh(beta M(0))| |lambda_k - lambda_k*| t)",
-            verdict=ledger.verdict(q, 1.0 + TOL_BOUND, scale=1.0), measured=q, expected="<= 1 (t > 0)", tolerance=TOL_BOUND),
+            statement="On the balanced bipolar manifold the sign of $M(0)$ selects the largest ($M(0) > 0$) or smallest "
+                      "($M(0) < 0$) eigenvalue",
+            verdict=ledger.verdict(q, 1.0 + TOL_BOUND, scale=1.0), measured=q,
+            expected="(p_k/p_k*)(t) over (p_k/p_k*)(0) exp(-2 |tanh(beta M(0))| |lambda_k - lambda_k*| t): <= 1 (t > 0)",
+            tolerance=TOL_BOUND),
         ledger.Claim(
             id="C-prop4.5-M0-stationary", paper="C", where="Sec. 4.2, Prop. 4.5",
-            statement="On the balanced bipolar manifold M(0) = 0 gives M(t) = 0 and p(t) = p(0) (stationary)",
+            statement="On the balanced bipolar manifold $M(0) = 0$ gives $M(t) = 0$ and $p(t) = p(0)$ (stationary)",
             verdict=ledger.verdict(drift, TOL_STATIONARY), measured=below(drift, 1e-12), expected="max |p(t) - p(0)| = 0 (rounding)",
             tolerance=TOL_STATIONARY),
     ]

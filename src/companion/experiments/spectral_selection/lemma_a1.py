@@ -127,8 +127,7 @@ def lemma_a1_claims(result: dict[str, Any], cfg: LemmaA1Config) -> list[ledger.C
     coupling, block = float(result["max_coupling"]), float(result["max_block_error"])
     return [ledger.Claim(
         id="C-lemA.1-modewise", paper="C", where="Lemma A.1, eq. (A.3)",
-        statement="At a pure-mode equilibrium x_i* = s_i e_p the linearisation decouples over the directions e_k, "
-                  "k != p, each block being -gamma_i delta_ij + lambda_k K*_ij (eq. A.3)",
+        statement="At a pure-mode equilibrium $x_i^* = s_i e_p$ the linearisation decouples over $e_k$, $k \\ne p$ (eq. A.3)",
         verdict=ledger.worst(ledger.verdict(coupling, TOL_FD), ledger.verdict(block, TOL_FD)),
         measured=[below(coupling, 1e-9), below(block, 1e-9)],
         expected=["coupling between modes <= 1e-7", "block error <= 1e-7"], tolerance=TOL_FD,

@@ -126,5 +126,5 @@ def modal_form_claims(result: dict[str, Any], cfg: ModalFormConfig) -> list[ledg
     """
     err = float(result["max_error"])
     return [ledger.Claim(
-        id="C-sec3-modal-form", paper="C", where="Sec. 3", statement="The modal system (f_ik, phi_i) reproduces the particle dynamics",
+        id="C-sec3-modal-form", paper="C", where="Sec. 3", statement="The modal system $(f_{ik}, \\phi_i)$ reproduces the particle dynamics",
         verdict=ledger.verdict(err, TOL_ROUNDING), measured=below(err, 1e-12), expected="<= 1e-10 (rounding)", tolerance=TOL_ROUNDING)]

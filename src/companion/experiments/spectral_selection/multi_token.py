@@ -171,13 +171,13 @@ def multi_token_claims(result: dict[str, Any], cfg: MultiTokenConfig) -> list[le
     """
     frac, pw = float(result["bipolar_fraction"]), float(result["pairwise_fraction"])
     return [ledger.Claim(
-        id="C-fig4-multi-token", paper="C", where="Sec. 7.3, Fig. 4", statement="n >= 3, V < 0: tokens collapse to a bipolar state on e_d (exploratory)",
+        id="C-fig4-multi-token", paper="C", where="Sec. 7.3, Fig. 4", statement="$n \\ge 3$, $V \\prec 0$: the tokens collapse to a bipolar state on $e_d$ (exploratory)",
         verdict=ledger.verdict(frac, MAJORITY, better="higher"), measured=frac, expected="most trials (> 0.5)", tolerance=0,
         uncertainty=wilson(round(frac * cfg.trials), cfg.trials)),
         ledger.Claim(
             id="C-fig4-pairwise", paper="C", where="Sec. 7.3, Fig. 4(a)",
-            statement="n >= 3, V < 0, pairwise panel: same-group pairs end positively correlated (mean -> 1), cross-group pairs "
-                      "antipodal (mean -> -1) (exploratory)",
+            statement="$n \\ge 3$, $V \\prec 0$: same-group pairs end at $\\rho \\to 1$, cross-group pairs at "
+                      "$\\rho \\to -1$ (exploratory)",
             verdict=ledger.verdict(pw, MAJORITY, better="higher"), measured=pw,
             expected="mean same-group rho >= 0.99 and cross-group <= -0.99 at t_end in most trials (> 0.5)", tolerance=0,
             uncertainty=wilson(round(pw * cfg.trials), cfg.trials))]

@@ -160,5 +160,5 @@ def stability_boundary_claims(result: dict[str, Any], cfg: StabilityBoundaryConf
     err = float(result["max_error"])
     v = ledger.worst(ledger.verdict(err, TOL_BISECT), ledger.verdict(bool(result["threshold_ok"]) and bool(result["nan_matches"])))
     return [ledger.Claim(
-        id="C-fig5-boundary", paper="C", where="Rem. 5.3, Fig. 5", statement="Sign-split boundary lambda_p sigma(e^{2 beta}, r), threshold beta = |ln r|/2",
+        id="C-fig5-boundary", paper="C", where="Rem. 5.3, Fig. 5", statement="Sign-split boundary $\\lambda_p\\,\\sigma(e^{2\\beta}, r)$, threshold $\\beta = |\\ln r|/2$",
         verdict=v, measured=below(err, 1e-7), expected="<= 1e-6 (bisection)", tolerance=TOL_BISECT)]

@@ -134,10 +134,10 @@ def stability_cases_claims(result: dict[str, Any], cfg: StabilityCasesConfig) ->
     single, single_disagree = int(result["singleton"]), int(result["disagreements_singleton"])
     return [
         ledger.Claim(id="C-A2-linearisation-spectrum", paper="C", where="App. A.2",
-                     statement="Jacobian spectrum = -gamma_+, -gamma_-, eig(B_k) for k != p",
+                     statement="Jacobian spectrum $= -\\gamma_+, -\\gamma_-, \\operatorname{eig}(B_k)$ for $k \\ne p$",
                      verdict=ledger.verdict(err, TOL_SPECTRUM), measured=below(err, 1e-12), expected="<= 1e-9", tolerance=TOL_SPECTRUM),
         ledger.Claim(id="C-thm5.2-groups-ge2", paper="C", where="Prop. 5.1, Thm. 5.2",
-                     statement="Stability criteria match the Jacobian (every group >= 2 tokens)",
+                     statement="Stability criteria match the Jacobian (every group $\\ge 2$ tokens)",
                      verdict=ledger.verdict(agree == total), measured=f"{agree}/{total}", expected="all agree", tolerance=0),
         ledger.Claim(id="C-thm5.2-singleton", paper="C", where="Thm. 5.2 (single-token groups)",
                      statement="Theorem 5.2 as stated also holds with a single-token group",

@@ -132,6 +132,6 @@ def two_tokens_claims(result: dict[str, Any], cfg: TwoTokensConfig) -> list[ledg
     """
     nd, mb = int(result["not_decreasing"]), int(result["md_below"])
     return [ledger.Claim(
-        id="C-fig3-two-tokens", paper="C", where="Lemma 6.3, Thm. 6.4, Fig. 3", statement="Two tokens, V < 0: rho decreases, m_d -> 1",
+        id="C-fig3-two-tokens", paper="C", where="Lemma 6.3, Thm. 6.4, Fig. 3", statement="Two tokens, $V \\prec 0$: $\\rho$ decreases, $m_d \\to 1$",
         verdict=ledger.verdict(nd == 0 and mb == 0), measured=[nd, mb], expected="0 exceptions", tolerance=0,
         uncertainty=f"{cfg.trials} pairs")]
