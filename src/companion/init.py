@@ -59,7 +59,9 @@ def _device(device) -> torch.device:
     if not isinstance(device, (str, torch.device)):
         raise TypeError(f"device must be a str or torch.device, got {type(device).__name__} {device!r}")
     try:
-        return torch.device(resolve_device(str(torch.device(device))))
+        dev = torch.device(device)
+        # CUDA is checked against this build; other devices ("meta" for shapes only) pass as torch knows them
+        return torch.device(resolve_device(str(dev))) if dev.type == "cuda" else dev
     except (ValueError, RuntimeError) as e:
         raise ValueError(f"device: {e}") from None
 
