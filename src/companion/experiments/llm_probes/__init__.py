@@ -24,9 +24,10 @@ from ._training_summary import (ALIGN_Z, B_MOVE, LEARNED_FALL, LOW_RANK, MIN_SEE
                                 TARGET_FALL, run_ends, training_summary)
 from .layer_repetition import (NEAR_ONE, PAPER_REPETITION, PROFILES_REPETITION, LayerRepetitionConfig,
                                layer_repetition, layer_repetition_claims, plot_layer_repetition)
-from .random_adapters import (BROKEN_RATIO, FLAT_RATIO, PAPER_RANDOM, PROFILES_RANDOM, RANK_SPREAD, SMOOTH_WIDTH,
-                              TRANSITION_WIDTH, RandomAdaptersConfig, adapter_summary, plot_random_adapters,
-                              random_adapters, random_adapters_claims, transition_norm)
+from .random_adapters import (BROKEN_RATIO, DROP_SIGMA, FLAT_RATIO, PAPER_RANDOM, PLATEAU_NORMS, PROFILES_RANDOM,
+                              RANK_SPREAD, SMOOTH_WIDTH, TRANSITION_WIDTH, RandomAdaptersConfig, adapter_summary,
+                              plot_random_adapters, random_adapters, random_adapters_claims, transition_norm,
+                              transition_shape)
 from .spectra import (FEW_HEADS, GAP_MIN, GAP_Z, MOST_HEADS, PAPER_SPECTRA, PROFILES_SPECTRA, RANK_GAP, RANK_RTOLS,
                       RANK_SPREAD_FACTOR, SpectraConfig, plot_spectra, plot_spectra_eigengaps, plot_spectra_qk_ranks,
                       spectra, spectra_claims, spectra_summary)
@@ -41,7 +42,7 @@ __all__ = [
     "CHAPTER", "NEW_HEAD",
     # llm-random-adapters
     "RandomAdaptersConfig", "PROFILES_RANDOM", "PAPER_RANDOM", "FLAT_RATIO", "BROKEN_RATIO", "SMOOTH_WIDTH",
-    "TRANSITION_WIDTH", "RANK_SPREAD", "random_adapters", "transition_norm", "adapter_summary", "random_adapters_claims",
+    "TRANSITION_WIDTH", "RANK_SPREAD", "random_adapters", "transition_norm", "transition_shape", "DROP_SIGMA", "PLATEAU_NORMS", "adapter_summary", "random_adapters_claims",
     "plot_random_adapters",
     # llm-training and llm-training-indomain
     "MIN_SPEARMAN", "RANK_MATTERS", "ALIGN_Z", "LOW_RANK", "B_MOVE", "TARGET_FALL", "LEARNED_FALL", "MIN_SEEDS",

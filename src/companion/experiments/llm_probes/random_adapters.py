@@ -15,8 +15,8 @@ from ._common import CHAPTER, _ax, _eval_ids, _load
 
 __all__ = [
     "RandomAdaptersConfig", "PROFILES_RANDOM", "PAPER_RANDOM", "FLAT_RATIO", "BROKEN_RATIO", "SMOOTH_WIDTH",
-    "TRANSITION_WIDTH", "RANK_SPREAD", "random_adapters", "transition_norm", "adapter_summary", "random_adapters_claims",
-    "plot_random_adapters",
+    "TRANSITION_WIDTH", "RANK_SPREAD", "PLATEAU_NORMS", "DROP_SIGMA", "random_adapters", "transition_norm", "adapter_summary",
+    "transition_shape", "random_adapters_claims", "plot_random_adapters",
 ]
 
 # Fig. 2 "unchanged": perplexity within 5 % of the base, about the fast profile's sampling noise.
@@ -31,6 +31,12 @@ SMOOTH_WIDTH = math.sqrt(math.log(BROKEN_RATIO) / math.log(FLAT_RATIO))
 TRANSITION_WIDTH = (math.log(BROKEN_RATIO) / math.log(FLAT_RATIO)) ** (1 / 3)
 # Rank independence: the doubling norms of ranks 1, 8, 64 agree within 25 % (max/min <= 1.25).
 RANK_SPREAD = 0.25
+# Fig. 2's transition as the paper describes it (unchanged at small norm, destroyed past a norm), our thresholds:
+# "unchanged" is within +5 % (FLAT_RATIO) at the PLATEAU_NORMS smallest norms, a plateau rather than one point;
+# "destroyed" is doubled (BROKEN_RATIO) at the largest norm; the rise between them has no drop beyond DROP_SIGMA
+# standard errors (3: about 16 steps of a flat stretch then trip it by chance in ~5 % of runs, Bonferroni).
+PLATEAU_NORMS = 2
+DROP_SIGMA = 3.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -265,38 +271,91 @@ def adapter_summary(result: dict[str, Any], key: str = "v_proj") -> dict[str, An
             "spread": spread, "spread_err": math.hypot(spread - spread2, spread_noise)}
 
 
-@claims_for("llm-random-adapters")
-def random_adapters_claims(result: dict[str, Any], cfg: RandomAdaptersConfig) -> list[ledger.Claim]:
-    """Fig. 2: a transition, the loss going from unchanged (+5 %) to doubled over a factor in norm no
-    wider than a response cubic in the norm would need (:data:`TRANSITION_WIDTH`), so that the smooth
-    second-order response (:data:`SMOOTH_WIDTH`) fails; the doubling norm the same for every rank
-    (:data:`RANK_SPREAD`). Each measurement carries its uncertainty (interpolation and draw-to-draw
-    scatter, :func:`adapter_summary`): a verdict it could flip is partly.
+def transition_shape(result: dict[str, Any], key: str = "v_proj") -> dict[str, Any]:
+    """The shape of Fig. 2's curve as the paper describes it: a low plateau, then a monotone rise.
+
+    Every draw of every rank is one sample of ``y = ln(ppl / base)`` per norm (the ranks pooled: the
+    paper and the rank row say they agree; with one draw the ranks alone give the scatter).
+    ``level`` (N,) is their mean and ``half`` (N,) its 95 % Student-t half-width
+    (:func:`companion.fits.mean_interval`), ``se`` the standard error. ``low``, ``low_half``: the level
+    and half-width at whichever of the :data:`PLATEAU_NORMS` smallest norms has the highest upper
+    edge ``level + half``; ``high``, ``high_half``: the same at the largest norm; ``plateau``: how
+    many norms from the smallest have ``level + half <= ln 1.05``, and ``plateau_end`` the last of
+    them (nan if none); ``max_drop``: the largest fall between neighbouring norms in standard errors
+    of the difference, ``(y_j - y_{j+1}) / sqrt(se_j^2 + se_{j+1}^2)`` (negative: it only rises).
 
     Examples
     --------
     >>> norms = np.geomspace(1, 16, 9)
-    >>> sharp = 10 * np.exp(0.01 * np.vstack([norms ** 4, (norms / 1.05) ** 4]) / 10)  # ln ratio ~ norm^4
+    >>> ppl = 10 * np.exp(0.01 * np.vstack([norms ** 2, (norms / 1.1) ** 2]))
+    >>> s = transition_shape({"ppl0": 10.0, "norms": norms, "curves": {"v_proj": {"ppl": ppl}}})
+    >>> s["samples"], s["plateau"], round(float(np.exp(s["high"])), 2), bool(s["max_drop"] < 0)
+    (2, 2, 10.36, True)
+    """
+    c = result["curves"][key]
+    ppl0 = float(result["ppl0"])
+    y = np.log(np.asarray(c["ppl_draws"] if "ppl_draws" in c else c["ppl"], float) / ppl0)
+    y = y.reshape(-1, y.shape[-1])  # (samples, N): ranks x draws
+    if y.shape[0] < 2 or y.shape[1] < 2:
+        raise ValueError(f"transition_shape: result needs >= 2 samples (ranks x draws) and >= 2 norms, got {y.shape}")
+    level, half = fits.mean_interval(y)
+    se = y.std(axis=0, ddof=1) / math.sqrt(y.shape[0])
+    flat = level + half <= math.log(FLAT_RATIO)
+    plateau = int(np.argmin(flat)) if not flat.all() else flat.size
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # no scatter: any fall is one, none is 0
+        drops = np.nan_to_num((level[:-1] - level[1:]) / np.hypot(se[:-1], se[1:]), nan=0.0)
+    lo = int(np.argmax((level + half)[:PLATEAU_NORMS]))
+    return {"samples": int(y.shape[0]), "level": level, "half": half, "se": se,
+            "low": float(level[lo]), "low_half": float(half[lo]), "high": float(level[-1]), "high_half": float(half[-1]),
+            "plateau": plateau, "plateau_end": float(np.asarray(result["norms"], float)[plateau - 1]) if plateau else math.nan,
+            "max_drop": float(np.max(drops))}
+
+
+@claims_for("llm-random-adapters")
+def random_adapters_claims(result: dict[str, Any], cfg: RandomAdaptersConfig) -> list[ledger.Claim]:
+    """Fig. 2: the transition as the paper describes it, no sharper (it gives no number): the loss
+    unchanged (within +5 %) at the :data:`PLATEAU_NORMS` smallest norms, doubled at the largest, and
+    rising in between with no drop beyond :data:`DROP_SIGMA` standard errors (:func:`transition_shape`;
+    the thresholds are ours, each level judged with its 95 % interval, partly where that interval
+    straddles the threshold). The width from +5 % to doubled is printed beside it, not judged: the
+    cubic-rise bound :data:`TRANSITION_WIDTH` is our criterion, not the paper's. Then the doubling
+    norm the same for every rank (:data:`RANK_SPREAD`, with its uncertainty, :func:`adapter_summary`).
+
+    Examples
+    --------
+    >>> norms = np.geomspace(1, 16, 9)
+    >>> sharp = 10 * np.exp(0.001 * np.vstack([norms ** 4, (norms / 1.02) ** 4, (norms / 1.04) ** 4]))  # three ranks
     >>> res = {"ppl0": 10.0, "norms": norms, "tokens": 256, "curves": {"v_proj": {"ppl": sharp}}}
     >>> [c.status for c in random_adapters_claims(res, RandomAdaptersConfig())]
     ['reproduced', 'reproduced']
-    >>> smooth = 10 * np.exp(0.02 * np.vstack([norms ** 1.5, (norms / 1.5) ** 1.5]))  # a slow rise, ranks 50 % apart
-    >>> res["curves"]["v_proj"]["ppl"] = smooth
+    >>> weak = 10 * np.exp(0.004 * np.vstack([norms ** 1.5, (norms / 1.2) ** 1.5, (norms / 1.5) ** 1.5]))  # never doubles
+    >>> res["curves"]["v_proj"]["ppl"] = weak
     >>> [c.status for c in random_adapters_claims(res, RandomAdaptersConfig())]
     ['not-reproduced', 'not-reproduced']
     """
     s = adapter_summary(result)
+    t = transition_shape(result)
+    ln_flat, ln_broken = math.log(FLAT_RATIO), math.log(BROKEN_RATIO)
+    shape = ledger.worst(
+        ledger.within(t["low"], t["low_half"], ln_flat, scale=ln_flat),
+        ledger.within(t["high"], t["high_half"], ln_broken, better="higher", scale=ln_broken),
+        ledger.verdict(t["max_drop"], DROP_SIGMA, scale=DROP_SIGMA))
     return [
         ledger.Claim(
             id="A-fig2-norm-transition-smollm2", paper="A", where="Sec. 4.1.2, Fig. 2",
-            statement="Random adapters leave the base loss unchanged at small norm and destroy it past a transition norm: "
-                      "the loss goes from unchanged to doubled over a narrow range of norms, narrower than a smooth "
-                      "second-order rise",
-            verdict=ledger.within(s["width"], s["width_err"], TRANSITION_WIDTH, scale=TRANSITION_WIDTH),
-            measured=s["width"],
-            expected=f"doubling norm / norm of +{FLAT_RATIO - 1:.0%}, max over ranks, <= {TRANSITION_WIDTH:.3g} "
-                     f"(ln(ppl) rising at least like norm^3; a smooth rise ln(ppl) ~ norm^2 gives {SMOOTH_WIDTH:.3g})",
-            tolerance=TRANSITION_WIDTH, uncertainty=s["width_err"]),
+            statement=r"Random adapters leave the loss unchanged at small $\|\Delta V\|_F$, then it rises "
+                      "monotonically past double (thresholds ours)",
+            verdict=shape,
+            measured=[float(np.exp(t["low"])), float(np.exp(t["high"])), t["max_drop"],
+                      "width +5 % to x2 (not judged)", s["width"]],
+            expected=[f"ppl/base <= {FLAT_RATIO:g} at the {PLATEAU_NORMS} smallest norms",
+                      f"ppl/base >= {BROKEN_RATIO:g} at the largest",
+                      f"largest fall between neighbouring norms <= {DROP_SIGMA:g} s.e.",
+                      f"ours, not the paper's: a rise at least cubic in the norm has width <= {TRANSITION_WIDTH:.3g}, "
+                      f"a quadratic one {SMOOTH_WIDTH:.3g}"],
+            tolerance=[ln_flat, ln_broken, DROP_SIGMA],
+            uncertainty=["95 % half-widths of ln(ppl/base), smallest and largest norm", t["low_half"], t["high_half"],
+                         "width", s["width_err"]]),
         ledger.Claim(
             id="A-fig2-rank-independence-smollm2", paper="A", where="Sec. 4.1.2, Fig. 2",
             statement="At fixed Frobenius norm the random-adapter loss does not depend on the rank "
