@@ -31,7 +31,6 @@ import json
 import math
 import os
 import platform
-import tempfile
 import time
 from pathlib import Path
 
@@ -39,6 +38,8 @@ import numpy as np
 import torch
 
 from companion import init, models, simulate
+from companion.provenance import atomic_write_text
+from ensemble import interleaved_medians  # bench/ensemble.py, beside this script: one copy of the timer
 
 V_DIAG = (1.0, 0.5, -0.3)
 BETA, T_END, N, D = 1.0, 10.0, 80, 3
@@ -131,27 +132,9 @@ def sweep(run, x0: torch.Tensor, Vm: torch.Tensor, ref: torch.Tensor, rtols: lis
     return rows
 
 
-def interleaved_medians(fns, rounds: int = 15, inner: int = 5) -> list[float]:
-    """Median seconds per call of each function, the functions taking turns (a load change hits all alike)."""
-    for fn in fns:
-        fn()
-    samples = [[] for _ in fns]
-    for _ in range(rounds):
-        for i, fn in enumerate(fns):
-            t = time.perf_counter()
-            for _ in range(inner):
-                fn()
-            samples[i].append((time.perf_counter() - t) / inner)
-    return [float(np.median(v)) for v in samples]
-
-
 def write_json_atomic(path: Path, data: dict) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename, then read it back to check."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(data, fh, indent=1)
-    os.replace(tmp, path)
+    """Write ``data`` to ``path`` atomically (the package's own writer), then read it back to check."""
+    atomic_write_text(path, json.dumps(data, indent=1))
     assert json.loads(path.read_text()) == json.loads(json.dumps(data)), f"{path} does not read back"
 
 
@@ -277,7 +260,7 @@ def main() -> None:
         dtype = getattr(torch, dname)
         X, Vm = x0.to(dtype), V64.to(dtype)
         m = models.spectral(V64, BETA).cast(X)
-        t_pkg, t_torch = interleaved_medians([lambda: m.vector_field(0.0, X), lambda: torch_field(X, Vm, BETA)])
+        t_pkg, t_torch = interleaved_medians([lambda: m.vector_field(0.0, X), lambda: torch_field(X, Vm, BETA)], rounds=15)
         print(f"one {dname} field evaluation, median of interleaved repeats: package {1e3 * t_pkg:.3f} ms, plain torch "
               f"{1e3 * t_torch:.3f} ms (torch / package {t_torch / t_pkg:.2f}); {load()}", flush=True)
         field_ms[dname] = {"package": 1e3 * t_pkg, "plain_torch": 1e3 * t_torch, "load": os.getloadavg()}
