@@ -191,13 +191,13 @@ _TRAINING_ROWS = {
     "A-fig3-rank-matters-smollm2": ("Sec. 4.1.2, Fig. 3", "After training, forgetting at a given update norm depends on the rank"),
     "A-align-random-baseline": (
         "Sec. 4.1.2, App. E.3",
-        "Trained LoRA updates align with the top singular direction u1 of V_l more than a random subspace of the same "
-        "rank does (Align, normalised to 1 for a random subspace)"),
+        r"Trained LoRA updates align with the top singular direction $u_1^\ell$ of $V^\ell$ more than a random subspace "
+        r"of the same rank does ($\mathrm{Align}_\ell$, normalised to 1 for a random subspace)"),
     "A-fig4-alignment-above-one-smollm2": (
         "Sec. 4.1.2, Fig. 4",
-        "Trained LoRA updates align with u1 more than random (Align > 1) and, for the lower ranks, the alignment rises "
-        "during training"),
-    "A-fig6-bifurcation-depth-smollm2": ("Sec. 4.2.1, Fig. 6", "The bifurcation depth b_0.2 moves to earlier layers as LoRA training proceeds"),
+        r"Trained LoRA updates align with $u_1^\ell$ more than random ($\mathrm{Align}_\ell > 1$) and, for the lower "
+        "ranks, the alignment rises during training"),
+    "A-fig6-bifurcation-depth-smollm2": ("Sec. 4.2.1, Fig. 6", r"The bifurcation depth $b_{0.2}$ moves to earlier layers as LoRA training proceeds"),
     "A-drift-forgetting-correlation-smollm2": (
         "Sec. 4.1.2",
         "The update drives the representation away from the base model's, and that drift goes with forgetting: "

@@ -362,12 +362,12 @@ def spectra_claims(result: dict[str, Any], cfg: SpectraConfig) -> list[ledger.Cl
             tolerance=GAP_Z, uncertainty=[dec["frac_gap_err"], enc["frac_gap_err"]]),
         ledger.Claim(
             id="A-E4-value-assumption-rare", paper="A", where="App. E.4.3",
-            statement="Very few attention heads of real models satisfy Assumption 3.2 (V positive semi-definite)",
+            statement=r"Very few attention heads of real models satisfy Assumption 3.2 ($V \succeq 0$)",
             verdict=ledger.verdict(frac_ok, FEW_HEADS), measured=frac_ok,
             expected=f"fraction of heads with real nonnegative spectrum <= {FEW_HEADS:g}", tolerance=FEW_HEADS),
         ledger.Claim(
             id="A-E4-qk-rank-first-layer-low", paper="A", where="App. E.4.4",
-            statement="The query-key product K^T Q has a lower rank in the first layer than in later layers",
+            statement=r"The query-key product $A = K^\top Q$ has a lower rank in the first layer than in later layers",
             verdict=rank_ok, measured=[float(ranks[1, 0]), float(later[1])],
             expected=f"rank/cap of layer 1 < {1 - RANK_GAP:g} x median rank/cap of layers >= 3 (cap {cap}), ranks above "
                      f"max(rtol {cfg.rank_rtol:g}, rounding floor) x sigma_1, also with that threshold x/÷ "
@@ -377,7 +377,7 @@ def spectra_claims(result: dict[str, Any], cfg: SpectraConfig) -> list[ledger.Cl
                         f"cap over the threshold x/÷ {RANK_SPREAD_FACTOR:.3g}"),
         ledger.Claim(
             id="A-E4-albert-llama2-spectra", paper="A", where="App. E.4.1-E.4.4, Fig. 7",
-            statement="The specific spectra of ALBERT-xlarge-v2 and Llama-2-7B (e.g. rank of K^T Q about 3500 of 4096)",
+            statement=r"The specific spectra of ALBERT-xlarge-v2 and Llama-2-7B (e.g. rank of $K^\top Q$ about 3500 of 4096)",
             verdict=ledger.NOT_CHECKABLE, measured="weights not available offline", expected="ALBERT / Llama-2 weights"),
     ]
 
