@@ -30,7 +30,8 @@ PIPELINE := $(PY) book/_scripts/pipeline.py
 CHAPTER ?=
 # `make book CHAPTERS="introduction claims"` builds only those chapters (plus the front page and API).
 CHAPTERS ?=
-TOC_ARG := $(if $(strip $(CHAPTERS)),--toc $(CURDIR)/book/_build/_toc.subset.yml,)
+SUBSET := book/_build/subset
+TOC_ARG := $(if $(strip $(CHAPTERS)),--config $(SUBSET)/_config.yml --toc $(CURDIR)/$(SUBSET)/_toc.yml,)
 export PYTHONHASHSEED := 0
 # glibc keeps freed memory for reuse (companion.perf.tune_allocator does the same in-process): without
 # it every step's tensors are page-faulted in again (a quarter of a chapter's time spent in the kernel).
@@ -97,7 +98,7 @@ toc: $(STAMP)
 # src/companion, pyproject.toml or data/results change (jupyter-cache keys on cell code only).
 book: $(STAMP) llm-assets mathjax toc
 	@$(PIPELINE) guard book/_build
-	@$(if $(strip $(CHAPTERS)),$(PIPELINE) toc-subset book/_build/_toc.subset.yml $(CHAPTERS),:)
+	@$(if $(strip $(CHAPTERS)),$(PIPELINE) toc-subset $(SUBSET) $(CHAPTERS),:)
 	$(JB) build book $(TOC_ARG) $(JB_FLAGS)
 	@echo "book: open book/_build/html/index.html"
 

@@ -179,6 +179,23 @@ def test_ref_config_builds_from_references(pipeline, tmp_path):
     assert "_static" not in main["sphinx"]["config"]["mathjax_path"].replace("../", "")
 
 
+
+def test_subset_config_allows_links_to_absent_chapters_only(pipeline, tmp_path):
+    """A book of some chapters (make book CHAPTERS=...) does not fail on its links to the chapters it
+    lacks; the whole book keeps every link an error (-W), and its own suppressions stay."""
+    main = yaml.safe_load((ROOT / "book" / "_config.yml").read_text())
+    own = main["sphinx"]["config"].get("suppress_warnings", [])
+    whole = yaml.safe_load(pipeline.ref_config(tmp_path / "w.yml").read_text())
+    assert whole["sphinx"]["config"].get("suppress_warnings", []) == own
+    assert not set(pipeline.SUBSET_WARNINGS) & set(own)
+    part = yaml.safe_load(pipeline.ref_config(tmp_path / "p.yml", references=False, subset=True).read_text())
+    assert part["sphinx"]["config"]["suppress_warnings"] == own + ["ref.doc", "ref.ref"]
+    assert part["execute"]["execute_notebooks"] == main["execute"]["execute_notebooks"]  # still executed
+    assert part["exclude_patterns"] == main.get("exclude_patterns", part["exclude_patterns"])
+    assert pipeline.main(["toc-subset", str(tmp_path / "s"), "introduction"]) in (0, None)
+    toc = (tmp_path / "s" / "_toc.yml").read_text()
+    assert "chapters/introduction" in toc and "chapters/stability" not in toc
+
 # --------------------------------------------------------------------------- pins
 def test_every_pin_is_exact():
     proj = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]

@@ -3,6 +3,7 @@
     python book/_scripts/pipeline.py toc              # write book/_toc.yml and book/api.md from the files present
     python book/_scripts/pipeline.py guard BUILD_DIR  # wipe stale execution caches (src/ or pins changed)
     python book/_scripts/pipeline.py ref-config DIR [SLUG...]  # config + toc of the render build (.ipynb, execution off)
+    python book/_scripts/pipeline.py toc-subset DIR SLUG...    # config + toc of a book of some chapters (executed)
     python book/_scripts/pipeline.py refresh-order [SLUG]  # chapters to re-execute, in order
 
 The table of contents is GENERATED from the files present: ``ORDER`` fixes the reading order, a
@@ -276,14 +277,25 @@ def guard(build_dir: Path, root: Path = ROOT) -> bool:
     return wiped
 
 
-def ref_config(out: Path, book: Path = BOOK) -> Path:
-    """Write the render-check config: the book built from the reference .ipynb, execution off."""
+# A book of some chapters only links to chapters it lacks (the landing page, the scorecard, "see
+# chapter X"): Sphinx's warning types for a link to a missing document or label, silenced in it.
+SUBSET_WARNINGS = ("ref.doc", "ref.ref")
+
+
+def ref_config(out: Path, book: Path = BOOK, *, references: bool = True, subset: bool = False) -> Path:
+    """Write a config derived from ``book/_config.yml`` at ``out``: with ``references`` the render-check
+    book (built from the reference .ipynb, execution off); with ``subset`` one of some chapters only,
+    where links to the absent chapters are not errors (:data:`SUBSET_WARNINGS`)."""
     import yaml
 
     cfg = yaml.safe_load((book / "_config.yml").read_text())
-    cfg.setdefault("execute", {})["execute_notebooks"] = "off"
-    pats = [p for p in cfg.get("exclude_patterns", []) if p != "**.ipynb"]
-    cfg["exclude_patterns"] = pats + ["chapters/*.md"]
+    if references:
+        cfg.setdefault("execute", {})["execute_notebooks"] = "off"
+        pats = [p for p in cfg.get("exclude_patterns", []) if p != "**.ipynb"]
+        cfg["exclude_patterns"] = pats + ["chapters/*.md"]
+    if subset:
+        sphinx_cfg = cfg.setdefault("sphinx", {}).setdefault("config", {})
+        sphinx_cfg["suppress_warnings"] = list(sphinx_cfg.get("suppress_warnings", [])) + list(SUBSET_WARNINGS)
     # Jupyter Book resolves local extensions relative to the config file, which lives elsewhere.
     ext = cfg.get("sphinx", {}).get("local_extensions") or {}
     for name, where in ext.items():
@@ -312,14 +324,15 @@ def main(argv: list[str]) -> int:
     if cmd == "toc":
         if write_toc():
             print("pipeline: updated book/_toc.yml / book/api.md")
-    elif cmd == "toc-subset":  # toc-subset OUT SLUG...: a toc with some chapters only (make book CHAPTERS=...)
-        Path(args[0]).parent.mkdir(parents=True, exist_ok=True)
-        Path(args[0]).write_text(toc_text(CHAPTERS, args[1:]))
+    elif cmd == "toc-subset":  # toc-subset OUT_DIR SLUG...: _config.yml and _toc.yml of some chapters (make book CHAPTERS=...)
+        out = Path(args[0])
+        ref_config(out / "_config.yml", references=False, subset=True)
+        (out / "_toc.yml").write_text(toc_text(CHAPTERS, args[1:]))
     elif cmd == "guard":
         guard(Path(args[0]))
     elif cmd == "ref-config":  # ref-config OUT_DIR [SLUG...]: _config.yml and _toc.yml of the render build
         out = Path(args[0])
-        ref_config(out / "_config.yml")
+        ref_config(out / "_config.yml", subset=bool(args[1:]))
         # Only chapters with a reference notebook (a chapter still without one fails test_pipeline).
         have = [s for s in chapter_slugs() if (CHAPTERS / f"{s}.ipynb").exists()]
         (out / "_toc.yml").write_text(toc_text(CHAPTERS, [s for s in have if not args[1:] or s in args[1:]]))
