@@ -126,6 +126,9 @@ def test_screenshot_intro(chromium, html_dir, tmp_path):
 # that Chromium dumps. No browser driver: the same headless Chromium, the same --dump-dom.
 PAPER_CHAPTERS = ("stability", "phase_transitions", "llm_probes", "low_temperature", "spectral_selection",
                   "metastable", "beyond")
+# A tutorial shows its code, so it is measured with the general checks only; on a phone its code cells
+# may scroll inside their own box (a code line keeps its indentation), at 1400 px none may.
+TUTORIALS = ("your_own_dynamics",)
 MACHINERY_SHARE = 0.10     # visible code and raw printed output: at most a tenth of the page's height
 FIRST_FIGURE_PX = 1500     # the first figure within this many CSS pixels of the top, at 1400 px wide
 MEASURE = r"""
@@ -158,7 +161,8 @@ MEASURE = r"""
       const scrolls = e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== "visible";
       if (r.right > col.right + 1 || scrolls)
         m.overflow.push({what: e.tagName.toLowerCase() + "." + (e.className || "").toString().slice(0, 40),
-                         beyond: r.right > col.right + 1, math: e.tagName.toLowerCase() === "mjx-container"});
+                         beyond: r.right > col.right + 1, math: e.tagName.toLowerCase() === "mjx-container",
+                         code: !!e.closest(".cell_input")});
     });
     m.searches = Array.from(document.querySelectorAll(".search-button-field, .bd-search input")).filter(shown).length;
     const walker = document.createTreeWalker(art, NodeFilter.SHOW_TEXT);
@@ -198,8 +202,9 @@ def _metrics(chromium: str, page: Path, width: int, profile: Path) -> dict:
     return json.loads(html.unescape(m.group(1)))
 
 
-def _reader_problems(slug: str, m: dict, paper_chapter: bool) -> list[str]:
-    """What a reader would trip over on one page, from its measurements (empty: none)."""
+def _reader_problems(slug: str, m: dict, paper_chapter: bool, tutorial: bool = False) -> list[str]:
+    """What a reader would trip over on one page, from its measurements (empty: none). In a tutorial
+    (``tutorial``) a code cell's source may scroll inside its own box on a phone."""
     out = []
     if m["merror"]:
         out.append(f"{m['merror']} MathJax errors")
@@ -209,7 +214,9 @@ def _reader_problems(slug: str, m: dict, paper_chapter: bool) -> list[str]:
         out.append(f"{m['searches']} search boxes shown (one at 1400 px, at most one on a phone)")
     # At 1400 px nothing may be wider than the column or scroll sideways; on a phone (420 px) a long
     # displayed equation may scroll inside its own box, but nothing may stick out of the column.
-    wide = [o["what"] for o in m["overflow"] if m["width"] >= 1400 or o["beyond"] or not o["math"]]
+    # A tutorial's code cells likewise, on a phone: at 1400 px its code lines must fit the column.
+    in_box = lambda o: o["math"] or (tutorial and o.get("code", False))  # noqa: E731
+    wide = [o["what"] for o in m["overflow"] if m["width"] >= 1400 or o["beyond"] or not in_box(o)]
     if wide:
         out.append(f"{len(wide)} blocks wider than the column: {sorted(set(wide))[:4]}")
     for f in m["figures"]:
@@ -234,11 +241,11 @@ def _reader_problems(slug: str, m: dict, paper_chapter: bool) -> list[str]:
 def test_chapter_reads_well(slug, width, chromium, html_dir, tmp_path):
     """No raw TeX, no MathJax error, every figure numbered with a caption and alt text, nothing wider
     than the column; in a paper chapter no visible code, machinery at most a tenth of the page, the
-    first figure near the top."""
-    if "pages.paper_figure(" not in (CHAPTERS / f"{slug}.md").read_text() and slug not in ("claims", "status"):
+    first figure near the top. A tutorial (TUTORIALS) shows its code and gets the general checks."""
+    if "pages.paper_figure(" not in (CHAPTERS / f"{slug}.md").read_text() and slug not in ("claims", "status", *TUTORIALS):
         pytest.skip(f"{slug} is not yet in the result-section shape (no pages.paper_figure): not measured")
     m = _metrics(chromium, html_dir / "chapters" / f"{slug}.html", width, tmp_path / "profile")
-    problems = _reader_problems(slug, m, slug in PAPER_CHAPTERS)
+    problems = _reader_problems(slug, m, slug in PAPER_CHAPTERS, tutorial=slug in TUTORIALS)
     assert not problems, f"{slug} at {width} px: " + "; ".join(problems)
 
 
@@ -257,3 +264,18 @@ def test_reader_problems_are_found():
     for word in ("MathJax", "raw TeX", "search boxes", "wider than the column", "numbered caption", "alt text", "code cells",
                  "of the page", "first figure"):
         assert word in found, word
+
+
+def test_tutorial_code_rule_can_fail():
+    """A tutorial's code cell may scroll inside its own box on a phone, and nothing else: not at 1400 px,
+    not sticking out of the column, not printed output, not in a chapter that is no tutorial."""
+    assert set(TUTORIALS) <= set(_slugs()) and not set(TUTORIALS) & set(PAPER_CHAPTERS)
+    page = {"merror": 0, "tex": [], "searches": 1, "code_cells": 5, "code": 3000, "raw": 500, "height": 9000, "width": 420,
+            "figures": [{"numbered": True, "alt": "angles falling", "src": "_images/a.png", "top": 4000}]}
+    code = {"what": "pre.", "beyond": False, "math": False, "code": True}
+    assert _reader_problems("t", {**page, "overflow": [code]}, False, tutorial=True) == []
+    for m, tutorial in (({**page, "overflow": [code], "width": 1400}, True),   # a code line too long for the column
+                        ({**page, "overflow": [{**code, "beyond": True}]}, True),  # sticking out of the column
+                        ({**page, "overflow": [{**code, "code": False}]}, True),   # printed output scrolling
+                        ({**page, "overflow": [code]}, False)):                     # not a tutorial
+        assert "wider than the column" in " ".join(_reader_problems("t", m, False, tutorial=tutorial)), (m, tutorial)
