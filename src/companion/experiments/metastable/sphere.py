@@ -89,11 +89,13 @@ def plot_sphere(result: dict[str, Any], ax=None):
 
 
 @experiment("metastable-sphere", chapter="metastable", plot=plot_sphere,
-            profiles={"fast": SphereConfig(), "full": SphereConfig(n=10_000, trials=1)},
+            profiles={"fast": SphereConfig(), "full": SphereConfig(n=10_000, trials=4)},
             paper=PaperScale(note="Paper D runs no sphere experiment (the rate formula is derived, NOTES D): n = 1e4 "
-                                  "tokens (half the official N = 2e4), one ensemble per beta: its (trials, n, n) Gram "
-                                  "arrays peak at 5.0 GB (measured; 4 ensembles: ~20 GB, more than a 23 GB machine "
-                                  "spares). beta = 1 took 137 CPU-s: ~10 CPU-min for the 4 betas."))
+                                  "tokens (half the official N = 2e4), 4 ensembles per beta. The field works in blocks "
+                                  "and the energies come from the harmonic coefficients (addition theorem, "
+                                  "O(trials n lmax^2), no pairs), so the whole run peaks at 0.71 GB resident "
+                                  "(measured, bench/sphere_memory.py; one ensemble's Gram arrays took 5.0 GB before) "
+                                  "and took 437 CPU-s (995 s wall at load 7-11 on 2 cores)."))
 def sphere(cfg: SphereConfig, generator: torch.Generator, device: str) -> dict[str, Any]:
     """Growth of spherical-harmonic degrees on S^2 (A = V = I) against the formula, a few beta.
 
