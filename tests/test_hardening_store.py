@@ -381,3 +381,207 @@ def test_source_hash_follows_the_imports():
     assert not files & {"store.py", "pages.py", "provenance.py", "runner.py"}
     assert provenance.source_hash("companion.experiments.introduction.consensus") == \
         provenance.source_hash("companion.experiments.introduction.consensus")
+
+
+# --- a write killed at any point leaves the previous unit or the new one (second round) ----------
+#
+# A unit is replaced by renames in the result's folder. Killed between its first and its last rename
+# (before issue 31's second round), the folder held the old JSON beside new figures or a new .npz:
+# refused on load, and the previous result gone. Here a forked child runs a whole write and dies
+# (os._exit, no handler runs) at its k-th change of the file system, for every k; the folder must
+# then load as the old unit or the new one, read only, and the next write must leave just its own.
+
+DEMO, KILLED = "demo", 77
+MUTATING = ("replace", "rename", "link", "unlink", "remove", "rmdir", "mkdir")
+
+
+def _demo_unit(folder: Path, n: int, figures: int) -> dict:
+    """A verified ``full`` unit of the unregistered experiment ``demo`` in ``folder``: x = arange(n) and
+    ``figures`` figure files; returns its provenance."""
+    folder.mkdir(parents=True, exist_ok=True)
+    names = ["full.png" if i == 0 else f"full-{i + 1}.png" for i in range(figures)]
+    for i, name in enumerate(names):
+        (folder / name).write_bytes(b"\x89PNG figure %d of the unit n=%d" % (i, n))
+    save_result(folder / "full.npz", {"x": np.arange(n)}, config={"experiment": DEMO, "profile": "full"}, figures=names)
+    return json.loads((folder / "full.json").read_text())
+
+
+def _write(src: Path, folder: Path) -> None:
+    """Store the unit in ``src`` into ``folder`` as save_run does: staged, then installed."""
+    with store.staging(folder, "full") as tmp:
+        for f in _files(src):
+            shutil.copyfile(src / f, tmp / f)
+        store.install(tmp, folder, "full", DEMO)
+
+
+def _dies_at(k: int, action) -> bool:
+    """Run ``action()`` in a forked child that exits at its ``k``-th file-system change (counted from 0);
+    True when it made fewer changes and ran to its end."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            count = [0]
+
+            def dying(fn):
+                def call(*a, **kw):
+                    if count[0] == k:
+                        os._exit(KILLED)
+                    count[0] += 1
+                    return fn(*a, **kw)
+                return call
+
+            for f in MUTATING:
+                setattr(os, f, dying(getattr(os, f)))
+            action()
+            code = 0
+        finally:
+            os._exit(code)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    assert code in (0, KILLED), f"the write failed (exit {code}) rather than being killed"
+    return code == 0
+
+
+def _snapshot(folder: Path) -> dict:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() if p.is_file() else None for p in sorted(folder.rglob("*"))}
+
+
+@pytest.fixture
+def units(tmp_path):
+    """Old, new and next ``demo`` units (old and new drawing different numbers of figures), built once per test."""
+    def make(old_figures, new_figures):
+        made = {}
+        for label, n, figs in (("old", 4, old_figures), ("new", 5, new_figures), ("next", 6, 1)):
+            made[label] = (tmp_path / "units" / label, _demo_unit(tmp_path / "units" / label, n, figs)) if figs is not None else None
+        return made
+    return make
+
+
+def _loads_as(folder: Path, *allowed: dict | None):
+    """load_from of the demo unit, which must verify as one of ``allowed`` (None: nothing stored) and write nothing."""
+    before = _snapshot(folder)
+    got = store.load_from(folder.parent, DEMO, "full")
+    assert _snapshot(folder) == before, "the loader changed the folder"
+    sums = None if got is None else got[1]["sha256"]
+    assert sums in [None if a is None else a["sha256"] for a in allowed], f"loaded {sums}"
+    return got
+
+
+def _next_write_is_clean(folder: Path, units: dict) -> None:
+    with store.staging(folder, "full"):  # rolls back or discards what the killed write left
+        pass
+    assert not [p.name for p in folder.iterdir() if p.name.startswith(".")], "backups or staging folders left"
+    _write(units["next"][0], folder)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(_files(units["next"][0]))
+    assert store.load_from(folder.parent, DEMO, "full")[1]["sha256"] == units["next"][1]["sha256"]
+
+
+@pytest.mark.parametrize("old_figures, new_figures", [(3, 1), (1, 3), (0, 2), (None, 2)],
+                         ids=["fewer-figures", "more-figures", "first-figures", "nothing-stored-before"])
+def test_a_write_killed_at_any_point_leaves_the_old_or_the_new_unit(tmp_path, units, old_figures, new_figures):
+    made = units(old_figures, new_figures)
+    old = made["old"][1] if made["old"] else None
+    new_src, new = made["new"]
+    seen, k = set(), 0
+    while True:
+        folder = tmp_path / f"k{k}" / "results" / DEMO
+        if made["old"]:
+            _write(made["old"][0], folder)
+        else:
+            folder.mkdir(parents=True)
+        done = _dies_at(k, lambda: _write(new_src, folder))
+        got = _loads_as(folder, old, new)
+        seen.add("new" if got and got[1]["sha256"] == new["sha256"] else "old")
+        if done:
+            break
+        _next_write_is_clean(folder, made)
+        k += 1
+    assert k > 5 and seen == {"old", "new"}  # every change of the write was a kill point, and both ends were seen
+
+
+def test_a_recovery_killed_at_any_point_still_loads_the_old_unit(tmp_path, units):
+    """The write killed midway through its renames; then the next writer's roll-back killed at every point."""
+    made = units(3, 1)
+    base = tmp_path / "base" / "results" / DEMO
+    _write(made["old"][0], base)
+    k = 0
+    while True:  # the first kill that leaves a unit that does not verify beside a backup
+        trial = tmp_path / f"try{k}" / "results" / DEMO
+        shutil.copytree(base, trial)
+        assert not _dies_at(k, lambda: _write(made["new"][0], trial))
+        backup = any(p.name.startswith(".full.old-") for p in trial.iterdir())
+        if backup and _error(lambda: provenance.load_result(trial / "full.npz")) is not None:
+            break
+        k += 1
+    j = 0
+    while True:
+        folder = tmp_path / f"j{j}" / "results" / DEMO
+        shutil.copytree(trial, folder, symlinks=True)
+        done = _dies_at(j, lambda: store.staging(folder, "full").__enter__())
+        _loads_as(folder, made["old"][1])  # restored or not yet: always the previous unit
+        if done:
+            assert provenance.load_result(folder / "full.npz")[1]["sha256"] == made["old"][1]["sha256"]
+            assert not any(p.name.startswith(".full.old-") for p in folder.iterdir())
+            break
+        _next_write_is_clean(folder, made)
+        j += 1
+    assert j > 3
+
+
+@pytest.mark.parametrize("lasting", [False, True], ids=["one-error", "every-rename-after"])
+@pytest.mark.parametrize("k", range(6))  # the figure, the .npz, the JSON, and beyond
+def test_an_error_during_the_renames_puts_the_previous_unit_back(tmp_path, units, monkeypatch, k, lasting):
+    """An exception at the k-th rename of the store module: the previous unit is put back (or, when
+    renames keep failing, left in the backup the loader reads), never a unit that is refused."""
+    made = units(2, 1)
+    folder = tmp_path / "results" / DEMO
+    _write(made["old"][0], folder)
+    real, count = os.replace, [0]
+
+    def failing(src, dst, *a, **kw):  # the k-th rename made by the store module fails
+        if Path(sys._getframe(1).f_code.co_filename).resolve() == Path(store.__file__).resolve():
+            count[0] += 1
+            if count[0] == k + 1 or (lasting and count[0] > k):
+                raise OSError(errno.EIO, "Input/output error", str(dst))
+        return real(src, dst, *a, **kw)
+
+    monkeypatch.setattr(os, "replace", failing)
+    try:
+        _write(made["new"][0], folder)
+        failed = False
+    except OSError:
+        failed = True
+    monkeypatch.undo()
+    _loads_as(folder, made["old"][1] if failed else made["new"][1])  # an error: the previous unit; none: the new one
+    if not lasting:  # the roll-back went through
+        assert not [p.name for p in folder.iterdir() if p.name.startswith(".")]
+        assert not failed or provenance.load_result(folder / "full.npz")[1]["sha256"] == made["old"][1]["sha256"]
+    _next_write_is_clean(folder, made)
+
+
+def test_without_hard_links_the_backup_is_a_copy(tmp_path, units, monkeypatch):
+    """A file system without hard links: the previous unit is copied aside, and put back the same way."""
+    made = units(2, 1)
+    folder = tmp_path / "results" / DEMO
+    _write(made["old"][0], folder)
+    real, seen = os.replace, []
+
+    def no_link(*a, **kw):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    def failing(src, dst, *a, **kw):  # the second rename into the folder (the .npz) fails
+        if Path(dst).parent == folder and ".full.old-" not in str(src):
+            seen.append(Path(dst).name)
+            if len(seen) == 2:
+                raise OSError(errno.EIO, "Input/output error", str(dst))
+        return real(src, dst, *a, **kw)
+
+    monkeypatch.setattr(os, "link", no_link)
+    monkeypatch.setattr(os, "replace", failing)
+    with pytest.raises(OSError, match="Input/output error"):
+        _write(made["new"][0], folder)
+    monkeypatch.undo()
+    assert seen == ["full.png", "full.npz"]
+    _loads_as(folder, made["old"][1])
+    assert sorted(p.name for p in folder.iterdir()) == sorted(_files(made["old"][0]))
+    _next_write_is_clean(folder, made)

@@ -54,7 +54,8 @@ _FASTMATH_EXP = {"contract", "nnan", "ninf"}
 _FASTMATH_PREPARE = {"reassoc", "contract", "nsz", "arcp"}
 # Inputs whose scores or weighted sums could leave float32's range are refused before the kernel runs
 # (it assumes finite values): a quarter of the largest float32 leaves room for the shift's subtraction.
-_RANGE = float(np.finfo(np.float32).max) / 4
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+_RANGE = _FLOAT32_MAX / 4
 
 
 if HAVE_NUMBA:
@@ -263,7 +264,12 @@ def range_problem(X: np.ndarray, key_norm: float, A: np.ndarray, V: np.ndarray, 
     True
     >>> range_problem(X, 1e20, none, none, 1.0, 80)[:44]
     'the fused attention field overflows float32:'
+    >>> range_problem(X * 1e-30, 1.8e-30, none, none, 1e39, 80)[:64]  # tiny scores, but beta itself is no float32
+    'the fused attention field cannot be computed: beta = 1e+39 does '
     """
+    if not beta <= _FLOAT32_MAX:  # the kernel takes beta as a float32: cast, it would be inf (inf * 0 = NaN in the scores)
+        return (f"the fused attention field cannot be computed: beta = {beta:g} does not fit float32 (largest "
+                f"{_FLOAT32_MAX:.3g}): use float64 tokens (x0.double()) or a smaller beta")
     if not np.isfinite(key_norm):
         what = ("a token's squared norm |x_j|^2 overflows float32 (largest 3.4e38)" if np.isfinite(X).all()
                 else "a token is not finite (it overflowed float32, largest 3.4e38, or is NaN)")

@@ -397,7 +397,8 @@ def simulate(
         times :data:`STABILITY_LIMITS`); more fixed steps than ``max_steps``.
     RuntimeError
         dopri5 reached ``max_steps``, or its step fell below ``10 eps max(|t|, |t_save|)``, the
-        smallest step that t resolves (a problem too stiff for an explicit method there).
+        smallest step that t resolves (a problem too stiff for an explicit method there, or a
+        solution that blows up in finite time).
     FloatingPointError
         The field is non-finite, or overflows x0's dtype, at the state reached (adaptive methods:
         also at every step down to that smallest one), or a fixed-step state became non-finite.
@@ -532,7 +533,8 @@ def simulate(
                                                  "singular (float64 tokens hold up to 1.8e308)")
                     raise RuntimeError(f"simulate: {method} stopped at t = {t:.10g}: step h = {h:.3g} is below the "
                                        f"smallest step {h_min:.3g} that t resolves (10 eps max(|t|, |t_save|)); "
-                                       "the problem is too stiff for an explicit method here")
+                                       "the problem is too stiff for an explicit method here, or its solution "
+                                       "blows up in finite time near this t (no step size helps then)")
                 hh = min(h, ts - t)
                 try:
                     X_new, err, k_last = _pair_step(pair, f, t, X, hh, k1, retract_last)

@@ -3,8 +3,10 @@
 * :func:`results_dir` is ``data/results``; a run of experiment ``NAME`` in profile ``P`` is
   ``<results>/NAME/P.npz`` (arrays), ``P.json`` (provenance, hashes, verdicts) and ``P.png``;
 * :func:`save_run` writes one whole into a temporary folder beside it (:func:`staging`), verifies
-  it there and swaps it in by renames (:func:`install`), so a failed or killed write leaves the
-  previous result; :func:`load_run` reads it back through the verified loader;
+  it there and swaps it in by renames (:func:`install`), the previous unit kept whole in a backup
+  folder until the last rename, so a write failed or killed at any point leaves the previous result
+  or the new one; :func:`load_run` reads it back through the verified loader (the backup, when a
+  killed write left the unit itself unverifiable), and the next write rolls such a backup back;
 * :func:`stale_reason` says whether it is the current one for the profile's configuration, and
   :func:`code_status` whether the code that computed it is the code now (provenance records
   :func:`code_version`, a hash of the experiment's module and the package modules it imports).
@@ -13,10 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from .provenance import atomic_write_bytes, load_result, repo_root, save_result, source_hash
+from .provenance import ResultError, atomic_write_bytes, load_result, repo_root, save_result, source_hash
 from .registry import PROFILES
 from .sweep import flatten_result, unflatten_result
 
@@ -155,7 +158,8 @@ def code_version(exp) -> dict[str, str]:
 @contextlib.contextmanager
 def staging(folder: Path, profile: str):
     """A fresh temporary folder inside ``folder`` to write one result into (``.<profile>.new-<pid>-<random>``),
-    removed on the way out whatever happens; folders of this kind left by dead processes are removed first.
+    removed on the way out whatever happens; folders of this kind left by dead processes are removed
+    first, and a write of ``profile`` cut short is first rolled back or tidied (:func:`_recover`).
 
     Examples
     --------
@@ -166,7 +170,6 @@ def staging(folder: Path, profile: str):
     >>> tmp.exists()
     False
     """
-    import os
     import shutil
     import tempfile
 
@@ -175,6 +178,8 @@ def staging(folder: Path, profile: str):
         pid = old.name.split("-")[1] if old.name.count("-") >= 2 else ""
         if pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(old, ignore_errors=True)
+    with _locked(folder) as fd:
+        _recover(folder, profile, fd)
     tmp = Path(tempfile.mkdtemp(dir=folder, prefix=f".{profile}.new-{os.getpid()}-"))
     try:
         yield tmp
@@ -183,8 +188,6 @@ def staging(folder: Path, profile: str):
 
 
 def _alive(pid: int) -> bool:
-    import os
-
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -194,30 +197,145 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def _locked(folder: Path):
+    """An exclusive ``flock`` on ``folder`` (its open file descriptor) while the block runs: one writer at a time."""
+    import fcntl
+
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _unit(folder: Path, profile: str) -> list[str]:
+    """Names of the regular files of the ``profile`` unit in ``folder``: its figures (``<profile>.png``,
+    ``<profile>-N.png``), then ``<profile>.npz``, then ``<profile>.json`` (the order a unit is renamed in)."""
+    import stat
+
+    names = []
+    for name in (f"{profile}.png", f"{profile}.npz", f"{profile}.json"):
+        with contextlib.suppress(OSError):
+            if stat.S_ISREG(os.lstat(folder / name).st_mode):
+                names.append(name)
+    extra = sorted(p.name for p in folder.glob(f"{profile}-*.png")
+                   if p.stem[len(profile) + 1:].isdigit() and p.is_file() and not p.is_symlink())
+    figures = [n for n in names if n.endswith(".png")] + extra
+    return figures + [n for n in names if not n.endswith(".png")]
+
+
+def _link(src: Path, dst: Path) -> None:
+    """``dst`` a hard link of ``src`` (the same bytes, nothing written), else a copy flushed to disk."""
+    import shutil
+
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError:  # a file system without hard links (or at its link limit)
+        shutil.copyfile(src, dst)
+        with open(dst, "rb+") as f:
+            os.fsync(f.fileno())
+
+
+def _backups(folder: Path, profile: str) -> list[Path]:
+    """The backups ``.<profile>.old-<pid>-<random>`` in ``folder`` (see :func:`install`)."""
+    return sorted(p for p in folder.glob(f".{profile}.old-*") if p.is_dir() and not p.is_symlink())
+
+
+def _verifies(folder: Path, profile: str) -> bool:
+    try:
+        load_result(folder / f"{profile}.npz")
+    except (FileNotFoundError, ResultError):
+        return False
+    return True
+
+
+def _restore(backup: Path, folder: Path, profile: str, fd: int) -> None:
+    """Put the unit saved in ``backup`` back in ``folder`` by renames, JSON last, and remove the files of
+    the ``profile`` unit there that it does not have. Each file is linked to a second name inside
+    ``backup`` and that name renamed, so ``backup`` stays whole until it is removed: a restore
+    killed midway is simply done again."""
+    names = _unit(backup, profile)
+    for name in names:
+        spare = backup / f".{name}.restore"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(spare)  # from a restore killed midway
+        _link(backup / name, spare)
+        os.replace(spare, folder / name)
+    for name in _unit(folder, profile):
+        if name not in names:  # figures of the unit that replaced it
+            os.unlink(folder / name)
+    os.fsync(fd)
+
+
+def _recover(folder: Path, profile: str, fd: int) -> None:
+    """Finish what a write of ``profile`` into ``folder`` cut short left behind; call holding :func:`_locked`.
+
+    Under the lock no other writer is between its backup and its clean-up, so every backup there is
+    left over: when the unit in ``folder`` verifies (the write got to its end, or never began
+    replacing) the backups are discarded; when it does not and a backup verifies (killed midway
+    through the renames), that backup is restored first. Backups that do not verify are discarded.
+
+    Examples
+    --------
+    >>> import shutil, tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = save_result(folder / "fast.npz", {"x": [1]}, figures=[])
+    >>> _ = shutil.copytree(folder, folder / ".fast.old-1-x")   # the backup of a write killed midway
+    >>> _ = (folder / "fast.npz").write_bytes(b"the new .npz, renamed in before the kill")
+    >>> with _locked(folder) as fd:
+    ...     _recover(folder, "fast", fd)
+    >>> sorted(p.name for p in folder.iterdir()), load_result(folder / "fast.npz")[0]["x"].tolist()
+    (['fast.json', 'fast.npz'], [1])
+    """
+    import shutil
+
+    backups = _backups(folder, profile)
+    if not backups:
+        return
+    if not _verifies(folder, profile):
+        good = next((b for b in backups if _verifies(b, profile)), None)
+        if good is not None:
+            _restore(good, folder, profile, fd)
+    for b in backups:
+        shutil.rmtree(b)
+    os.fsync(fd)
+
+
 def install(tmp: Path, folder: Path, profile: str, name: str) -> Path:
     """Move the result written in ``tmp`` into ``folder`` as ``<profile>.*``, replacing the one there whole.
 
     The new result is verified in ``tmp`` first (its hashes, and that it is the ``profile`` result of
-    ``name``); then, holding a lock on ``folder`` (so two writers never interleave), its figures, its
-    .npz and last its JSON are renamed into place, and figures of the previous result that the new one
-    does not have are removed. Nothing is written in ``folder`` but renames: a failed or interrupted
-    write (a full disk, an exception, a kill while writing) leaves the previous result as it was.
-    Returns the .npz path.
+    ``name``). Then, holding a lock on ``folder`` (so two writers never interleave):
+
+    1. a write cut short earlier is rolled back or tidied (:func:`_recover`);
+    2. the files of the unit there are hard-linked (copied where links are not possible) into a
+       backup folder ``.<profile>.old-<pid>-<random>``, flushed to disk;
+    3. the new figures, the .npz and last the JSON are renamed into place, and figures of the
+       previous result that the new one does not have are removed;
+    4. the backup is removed.
+
+    A kill at any point leaves the previous unit or the new one loadable: before step 3 the unit
+    there is untouched, during it the backup holds the previous unit whole (:func:`load_from` reads
+    it when the unit there does not verify), after it the new unit is there. An exception during
+    step 3 puts the previous unit back before it propagates. Nothing is written in ``folder`` but
+    links and renames (a full disk names the file and replaces nothing). Returns the .npz path.
 
     Examples
     --------
     >>> import tempfile
     >>> from companion.provenance import save_result
-    >>> folder = Path(tempfile.mkdtemp())
-    >>> with staging(folder, "fast") as tmp:
-    ...     _ = save_result(tmp / "fast.npz", {"x": [1]}, config={"experiment": "demo", "profile": "fast"})
-    ...     install(tmp, folder, "fast", "demo").name
-    'fast.npz'
-    >>> sorted(p.name for p in folder.iterdir())
-    ['fast.json', 'fast.npz']
+    >>> folder = Path(tempfile.mkdtemp()) / "demo"
+    >>> for n in (1, 2):  # the second replaces the first whole
+    ...     with staging(folder, "fast") as tmp:
+    ...         _ = save_result(tmp / "fast.npz", {"x": [n]}, config={"experiment": "demo", "profile": "fast"})
+    ...         _ = install(tmp, folder, "fast", "demo")
+    >>> sorted(p.name for p in folder.iterdir()), load_from(folder.parent, folder.name, "fast")[0]["x"].tolist()
+    (['fast.json', 'fast.npz'], [2])
     """
-    import fcntl
-    import os
+    import shutil
+    import tempfile
 
     npz = tmp / f"{profile}.npz"
     _, meta = load_result(npz)  # verified where it was written, before anything is replaced
@@ -226,19 +344,31 @@ def install(tmp: Path, folder: Path, profile: str, name: str) -> Path:
         raise ValueError(f"{npz}: holds the {stored.get('profile')!r} result of {stored.get('experiment')!r}, "
                          f"not the {profile!r} result of {name!r}; nothing replaced in {folder}")
     figures = list(meta.get("figures") or [])
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        for f in figures + [npz.name, npz.with_suffix(".json").name]:  # the JSON last: it commits the unit
-            os.replace(tmp / f, folder / f)
-        for old in folder.glob(f"{profile}-*.png"):  # figures of an earlier run that drew more
-            if old.name not in figures and old.stem[len(profile) + 1:].isdigit():
-                old.unlink()
-        if not figures and (folder / f"{profile}.png").is_file():
-            (folder / f"{profile}.png").unlink()
+    with _locked(folder) as fd:
+        _recover(folder, profile, fd)
+        backup = Path(tempfile.mkdtemp(dir=folder, prefix=f".{profile}.old-{os.getpid()}-"))
+        try:
+            for f in _unit(folder, profile):  # none when nothing is stored yet: restoring it then removes the unit
+                _link(folder / f, backup / f)
+            os.fsync(fd)
+        except OSError as e:
+            shutil.rmtree(backup, ignore_errors=True)
+            raise OSError(e.errno, f"{e.strerror or e} while keeping a backup of {folder / profile}.* in "
+                                   f"{backup.name} (nothing was replaced)") from e
+        try:
+            for f in figures + [npz.name, npz.with_suffix(".json").name]:  # the JSON last: it commits the unit
+                os.replace(tmp / f, folder / f)
+            for old in _unit(folder, profile):  # figures of the previous result that this one does not draw
+                if old.endswith(".png") and old not in figures:
+                    os.unlink(folder / old)
+            os.fsync(fd)
+        except BaseException:
+            with contextlib.suppress(Exception):  # else the backup stays: the loader reads it, the next writer restores it
+                _restore(backup, folder, profile, fd)
+                shutil.rmtree(backup)
+            raise
+        shutil.rmtree(backup)
         os.fsync(fd)
-    finally:
-        os.close(fd)  # closing releases the lock
     return folder / npz.name
 
 
@@ -311,7 +441,7 @@ def load_from(folder: Path, name: str, profile: str) -> tuple[dict[str, Any], di
     """
     path = folder / name / f"{check_profile(profile)}.npz"
     try:
-        arrays, meta = load_result(path)
+        arrays, meta = _load_unit(folder / name, profile)
     except FileNotFoundError:
         return None
     stored = (meta.get("config") or {})
@@ -324,6 +454,40 @@ def load_from(folder: Path, name: str, profile: str) -> tuple[dict[str, Any], di
     if former:
         result["experiment"] = name  # judged, shown and compared under its name now
     return result, meta
+
+
+def _load_unit(folder: Path, profile: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """:func:`companion.provenance.load_result` of ``folder/<profile>.npz``, or, when that unit is missing
+    or does not verify, of a backup beside it that does (a write killed midway: see :func:`install`).
+
+    Read only: the next writer restores or discards the backup (:func:`_recover`). A backup may also
+    be that of a write in progress, whose previous unit it holds whole; if it goes away while being
+    read the write has ended, and the unit is read once more.
+
+    Examples
+    --------
+    >>> import shutil, tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = save_result(folder / "fast.npz", {"x": [1]}, figures=[])
+    >>> backup = folder / ".fast.old-1-x"
+    >>> _ = shutil.copytree(folder, backup)
+    >>> _ = (folder / "fast.npz").write_bytes(b"replaced, and killed before the JSON")
+    >>> _load_unit(folder, "fast")[0]["x"].tolist(), backup.exists()  # the previous unit, nothing written
+    ([1], True)
+    """
+    main = folder / f"{profile}.npz"
+    for _ in range(2):
+        try:
+            return load_result(main)
+        except (FileNotFoundError, ResultError) as e:
+            error = e
+        backups = _backups(folder, profile)
+        for b in backups:
+            with contextlib.suppress(FileNotFoundError, ResultError):
+                return load_result(b / main.name)
+        if not backups:
+            break
+    raise error
 
 
 def _former_names(name: str) -> tuple[str, ...]:
