@@ -585,3 +585,20 @@ def test_without_hard_links_the_backup_is_a_copy(tmp_path, units, monkeypatch):
     _loads_as(folder, made["old"][1])
     assert sorted(p.name for p in folder.iterdir()) == sorted(_files(made["old"][0]))
     _next_write_is_clean(folder, made)
+
+
+def test_pack_carries_the_unit_a_killed_write_left_in_its_backup(results, tmp_path):
+    """A write killed after replacing the .npz leaves the previous unit in a backup beside it: the loader
+    reads it, and so does pack (before: the result was left out of the pack)."""
+    folder = results / NAME
+    before = store.load_run(NAME, "full")[0]
+    backup = folder / ".full.old-1-killed"
+    backup.mkdir()
+    for f in store._unit(folder, "full"):
+        shutil.copy2(folder / f, backup / f)
+    (folder / "full.npz").write_bytes(b"half of a new result")
+    assert store.verified_unit(folder, "full") == backup
+    stored = store_packed(pack_results(results, tmp_path / "packed"), tmp_path / "elsewhere")
+    assert (tmp_path / "elsewhere" / NAME / "full.npz") in stored
+    assert sha256_file(tmp_path / "elsewhere" / NAME / "full.npz") == sha256_file(backup / "full.npz")
+    assert store.load_from(tmp_path / "elsewhere", NAME, "full")[0].keys() == before.keys()

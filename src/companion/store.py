@@ -25,7 +25,7 @@ from .sweep import flatten_result, unflatten_result
 
 __all__ = ["results_dir", "check_profile", "check_writable", "save_figures", "save_run", "load_run", "load_from",
            "stale_reason", "stale", "code_status", "code_version", "staging", "install",
-           "training_from_parts"]
+           "verified_unit", "training_from_parts"]
 
 
 def results_dir(root: Path | str | None = None) -> Path:
@@ -488,6 +488,27 @@ def _load_unit(folder: Path, profile: str) -> tuple[dict[str, Any], dict[str, An
         if not backups:
             break
     raise error
+
+
+def verified_unit(folder: Path, profile: str) -> Path | None:
+    """The folder holding the ``profile`` unit of the result folder ``folder`` that verifies: ``folder``
+    itself, or the backup of a write killed midway that :func:`load_from` would read, or None.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> verified_unit(folder, "fast") is None
+    True
+    >>> _ = save_result(folder / "fast.npz", {"x": [1]}, figures=[])
+    >>> verified_unit(folder, "fast") == folder
+    True
+    """
+    folder = Path(folder)
+    for where in [folder] + _backups(folder, profile):
+        if _verifies(where, profile):
+            return where
+    return None
 
 
 def _former_names(name: str) -> tuple[str, ...]:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .provenance import atomic_write_bytes, load_result
-from .store import results_dir
+from .store import results_dir, verified_unit
 
 __all__ = ["pack_results", "store_packed"]
 
@@ -42,16 +42,19 @@ def pack_results(folder: Path | str, dest: Path | str, *, max_files: int = 8, ma
     units = []
     for meta in sorted(folder.glob("*/*.json")):
         npz = meta.with_suffix(".npz")
+        # A write killed midway leaves the previous unit in a backup beside it: that one is packed.
+        where = verified_unit(meta.parent, meta.stem) or meta.parent
         try:
-            _, info = load_result(npz)
+            _, info = load_result(where / npz.name)
         except (OSError, ValueError) as e:
             warnings.warn(f"pack: {npz} left out: it does not verify ({e})", RuntimeWarning, stacklevel=2)
             continue
-        files = [meta, npz] + [meta.parent / f for f in (info.get("figures") or [])]
+        names = [meta.name, npz.name] + list(info.get("figures") or [])
+        files = [(where / f, f"{meta.parent.name}/{f}") for f in names]
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
-            for f in files:
-                tar.add(f, arcname=f.relative_to(folder).as_posix())
+            for f, arcname in files:
+                tar.add(f, arcname=arcname)
         size = len(gzip.compress(buf.getvalue(), compresslevel=9))
         if size > max_bytes:
             raise ValueError(f"{npz}: {size / 2**20:.1f} MB compressed, more than max_bytes = {max_bytes / 2**20:.1f} MB")
@@ -74,8 +77,8 @@ def pack_results(folder: Path | str, dest: Path | str, *, max_files: int = 8, ma
     for i, (_, files) in enumerate(bins, 1):
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-            for f in files:
-                tar.add(f, arcname=f.relative_to(folder).as_posix())
+            for f, arcname in files:
+                tar.add(f, arcname=arcname)
         written.append(atomic_write_bytes(dest / f"results-{i}.tar.gz", buf.getvalue()))
     return written
 
