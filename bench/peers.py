@@ -21,7 +21,7 @@ diffrax is run only where jax is importable (it is not in this venv: skipped, an
 
 Install the peers first (the ``bench`` extra of pyproject.toml; --no-deps keeps the installed CPU torch):
        .venv/bin/python -m pip install --no-deps torchdiffeq==0.2.5 torchode==1.0.1 torchtyping==0.1.5 typeguard==2.13.3
-Usage: python bench/peers.py [--quick] [--threads T] [--rounds R] [--out DIR --name FILE] [--dtypes ...]
+Usage: python bench/peers.py [--quick] [--threads T] [--rounds R] [--out DIR --name FILE] [--dtypes ...] [--max-rtol R]
        (--quick: 40 trials; --out: write the JSON there, atomically; --help for the rest)
 """
 from __future__ import annotations
@@ -140,14 +140,14 @@ def write_json_atomic(path: Path, data: dict) -> None:
 
 def compare(x0: torch.Tensor, V64: torch.Tensor, ref: torch.Tensor, dtypes: list, *, rounds: int = 5,
             min_rtol: float = 1e-10, stop64: float = 1e-8, threads: int = 2, have_jax: bool = False,
-            save=None) -> dict:
+            save=None, max_rtol: float = 1e-2) -> dict:
     """Sweep every solver's tolerances in each dtype, then time the cheapest meeting the goal, taking turns.
 
     x0: (trials, n, d) float64 tokens; ref: (trials, n, d) the float64 reference final state. Returns
     the JSON-ready record: ``sweeps`` (every run), ``chosen`` (with medians), ``ratios`` (best peer over
     best package, per dtype). ``save(data)``, if given, is called after each dtype (a partial record)."""
     table = solvers(have_jax)
-    grid = [10 ** (-k / 2) for k in range(4, 21) if 10 ** (-k / 2) >= min_rtol * 0.999]  # 1e-2 .. min_rtol
+    grid = [10 ** (-k / 2) for k in range(4, 21) if min_rtol * 0.999 <= 10 ** (-k / 2) <= max_rtol * 1.001]  # max_rtol .. min_rtol
     data = {"problem": {"trials": x0.shape[0], "n": N, "d": D, "beta": BETA, "V": list(V_DIAG), "T": T_END,
                         "threads": threads},
             "versions": {"torch": torch.__version__, "python": platform.python_version()},
@@ -221,6 +221,8 @@ def main() -> None:
     ap.add_argument("--check-ref", action="store_true", help="also compute the reference with torchdiffeq (a second "
                                                                 "implementation) and print the difference")
     ap.add_argument("--min-rtol", type=float, default=1e-10, help="tightest tolerance of the sweep")
+    ap.add_argument("--max-rtol", type=float, default=1e-2, help="loosest tolerance of the sweep (a float64 run for the "
+                                                                 "1e-6 goal alone can start at 1e-4: looser ones all miss it)")
     ap.add_argument("--stop64", type=float, default=1e-8, help="float64 sweeps stop at this error (figure: 1e-8)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -265,7 +267,8 @@ def main() -> None:
               f"{1e3 * t_torch:.3f} ms (torch / package {t_torch / t_pkg:.2f}); {load()}", flush=True)
         field_ms[dname] = {"package": 1e3 * t_pkg, "plain_torch": 1e3 * t_torch, "load": os.getloadavg()}
 
-    extra = {"reference": {"method": args.ref_method, "error_norm": "max_trial", "rtol": args.ref_rtol,
+    extra = {"sweep": {"max_rtol": args.max_rtol, "min_rtol": args.min_rtol, "stop64": args.stop64, "rounds": args.rounds},
+             "reference": {"method": args.ref_method, "error_norm": "max_trial", "rtol": args.ref_rtol,
                            "evaluations": ref_nfe, "seconds": t_ref}, "field_ms": field_ms}
 
     def save(data: dict) -> None:
@@ -274,7 +277,8 @@ def main() -> None:
             print(f"wrote {args.out / args.name} (complete: {data.get('complete')})", flush=True)
 
     data = compare(x0, V64, ref, [getattr(torch, d) for d in args.dtypes.split(",")], rounds=args.rounds,
-                   min_rtol=args.min_rtol, stop64=args.stop64, threads=args.threads, have_jax=have_jax, save=save)
+                   min_rtol=args.min_rtol, stop64=args.stop64, threads=args.threads, have_jax=have_jax, save=save,
+                   max_rtol=args.max_rtol)
     save(data)
     ratios = data["ratios"]
     print(f"{load()}")

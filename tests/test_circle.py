@@ -331,14 +331,45 @@ def test_grid_keeps_dtype_and_matches_float64_in_float32():
 
 @needs_numba
 def test_grid_truncation_bound_holds_for_the_chosen_sizes():
-    # (pi K / M)^P / P! <= 1e-17, checked against the exact remainder of the exponential series
+    # worst case (no coefficients given): 2 (pi K / M)^P / P! <= 1e-17, P the least such, checked against
+    # the exact remainder of the exponential series
     for K in (1, 15, 25, 43, 100, 400):
         M, P = G.grid_size(K)
         assert M >= 64 * (K + 1) and M & (M - 1) == 0
-        assert G.taylor_bound(K, M, P) <= 1e-17 < G.taylor_bound(K, M, P - 1)
+        assert 2 * G.taylor_bound(K, M, P) <= 1e-17 < 2 * G.taylor_bound(K, M, P - 1)
         y = np.linspace(-math.pi * K / M, math.pi * K / M, 101)
         partial = sum((1j * y) ** p / math.factorial(p) for p in range(P))
         assert np.abs(np.exp(1j * y) - partial).max() <= G.taylor_bound(K, M, P) + 4e-16
+
+
+@needs_numba
+@pytest.mark.parametrize("beta", [0.1, 1.0, 5.0, 20.0, 100.0])
+def test_grid_terms_for_the_fields_coefficients_bound_the_exact_remainder(beta):
+    # the field's Bessel coefficients decay, so fewer Taylor terms meet 1e-17: the weighted bound, P the least,
+    # and above the remainder sum_k |c_k| |e^{i k y} - partial| summed in 40-digit arithmetic (mpmath) at the
+    # offsets' extremes y = +-pi / M (the remainder of each mode grows with |k y|)
+    import mpmath
+
+    K = fourier_truncation(beta)
+    num_c, den_c = C._bessel_coeffs(beta, K)
+    M, P = G.grid_size(K, num_c, den_c)
+    assert (M, P)[0] == G.grid_size(K)[0] and P < G.grid_size(K)[1]
+    for c in (num_c, den_c):
+        assert G.weighted_bound(c, M, P) <= 1e-17 < max(G.weighted_bound(c, M, P - 1) for c in (num_c, den_c))
+        with mpmath.workdps(40):
+            y = mpmath.pi / M
+            rem = sum(abs(mpmath.mpf(float(abs(ck))) * (mpmath.expj(k * y) - sum((1j * k * y) ** p / mpmath.factorial(p)
+                                                                                   for p in range(P))))
+                      for k, ck in enumerate(c))
+            exact = float(2 * rem / mpmath.fsum(abs(float(ck)) for ck in c))
+        assert exact <= G.weighted_bound(c, M, P) * (1 + 1e-12)
+        assert exact > 1e-3 * G.weighted_bound(c, M, P)  # and the bound is not vacuous: within 1e3 of the truth
+
+
+@needs_numba
+def test_grid_size_rejects_coefficients_of_the_wrong_length():
+    with pytest.raises(ValueError, match="K \\+ 1 = 26 entries"):
+        G.grid_size(25, np.ones(25))
 
 
 @needs_numba

@@ -305,10 +305,10 @@ def circle_field_fourier(theta: torch.Tensor, beta: float, normalization: str = 
     * ``"powers"`` (torch, any device): the powers e^{i k theta} for every token, ~2 K complex
       multiply-adds per token as small complex matrix products.
     * ``"grid"`` (CPU, needs numba): each angle is a point of a uniform grid of M ~ 64 K points plus
-      an offset, whose exponential is expanded in a Taylor series of P ~ 9 terms, so a token costs
+      an offset, whose exponential is expanded in a Taylor series of P ~ 7 terms, so a token costs
       ~2 P real operations and the rest is 2 P FFTs of length M (:mod:`companion._circle_grid`;
-      extra truncation error below 1e-17 of the field's scale). Computed in float64 whatever the
-      input dtype.
+      extra truncation error below 1e-17 of the field's scale, bounded with the decay of the
+      Bessel coefficients). Computed in float64 whatever the input dtype.
     * ``"auto"`` (default): "grid" on the CPU for n >= 8192 tokens per trial when numba is
       installed, else "powers".
 
