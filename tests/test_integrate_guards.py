@@ -20,13 +20,7 @@ X3 = init.uniform_sphere(1, 6, 3, generator=torch.Generator().manual_seed(0))
 VDIAG = torch.diag(torch.tensor([2.0, -1.0, 0.5], dtype=F64))  # ||V||_2 = 2, top eigenvalue 2 (pole e1)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread: these tiny fields are 10-20x slower with two threads on a loaded machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def _timed(call, seconds: float):

@@ -19,12 +19,7 @@ X32 = X64.float()
 needs_numba = pytest.mark.skipif(not F.HAVE_NUMBA, reason="numba is not installed (make venv installs it)")
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def _names_float32_and_fix(err: pytest.ExceptionInfo) -> None:

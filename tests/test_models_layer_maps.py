@@ -16,13 +16,7 @@ F64 = torch.float64
 LAMBDAS3 = (1.0, 0.5, 0.25)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny batches: a second torch thread only adds synchronisation on a loaded 2-core machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def test_adapter_chain_without_noise_is_the_base_layer_map():

@@ -29,12 +29,7 @@ needs_cuda = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def _draw(trials=2, n=9, d=3, seed=0, dtype=F64):
