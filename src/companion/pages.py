@@ -10,6 +10,7 @@ import platform
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from .ledger import EDGE_MARGIN, at_edge
 from .provenance import repo_root
 from .store import code_status, load_from, load_run, results_dir, stale
 
@@ -43,19 +44,20 @@ def show_stored(name: str, profile: str = "full", root: Path | str | None = None
         print(f"no stored {profile}-profile result; run: python -m companion run {name} --profile {profile}")
         return None
     result, meta = stored
-    print(_stored_line(name, profile, meta, root) + "; code " + code_status(name, meta).removeprefix("code "))
+    print(_stored_line(name, profile, meta, root))
     return result
 
 
 
 def _stored_line(name: str, profile: str, meta: Mapping[str, Any], root: Path | str | None) -> str:
-    """Where a stored result comes from: commit, date, device and run time (its parts' included)."""
+    """Where a stored result comes from: commit, date, device, run time (its parts' included) and
+    whether its code is the code now (:func:`companion.store.code_status`)."""
     wall, _, parts = _parts_times(results_dir(root) / name / "parts")
     own = _seconds(meta)
     took = ("? s (no wall time recorded)" if own is None else
             f"{own + wall:.0f} s ({parts} parts, {wall:.0f} s, then assembled)" if parts else f"{own:.0f} s")
     return (f"stored {profile} profile: commit {str(meta.get('commit') or '?')[:10]}, {str(meta.get('created', '?'))[:10]}, "
-            f"device {_device(meta)}, {took}")
+            f"device {_device(meta)}, {took}; code " + code_status(name, meta).removeprefix("code "))
 
 
 def _seconds(meta: Mapping[str, Any], key: str = "wall_time_s") -> float | None:
@@ -98,7 +100,7 @@ def stored_full(name: str, root: Path | str | None = None) -> dict[str, Any] | N
                              if reason == "nothing stored" else f"stored full-profile result not used: {reason}"))
         return None
     result, meta = stored
-    print(f"{name}: " + _stored_line(name, "full", meta, root) + "; code " + code_status(name, meta).removeprefix("code "))
+    print(f"{name}: " + _stored_line(name, "full", meta, root))
     return result
 
 
@@ -354,21 +356,15 @@ def statement_html(text: str) -> str:
     """
     import re
 
+    if str(text).count("$") % 2:  # odd count: a lone dollar sign, no maths; the text escaped
+        return _esc(text)
     out = []
     for i, piece in enumerate(re.split(r"(?<!\\)\$", str(text))):
         if i % 2:  # inside $...$
             out.append(f'<span class="math notranslate nohighlight">\\({_esc(piece)}\\)</span>')
         else:
             out.append(_esc(piece))
-    if str(text).count("$") % 2:  # odd count: the split above swallowed a lone dollar sign; show it escaped
-        return _esc(text)
     return "".join(out)
-
-
-def _edge(r: Mapping[str, Any]) -> bool:
-    from .ledger import at_edge
-
-    return at_edge(r)
 
 
 def _text(x: Any) -> str:
@@ -500,10 +496,11 @@ def verdict_box(rows: Any) -> _Shown:
         if r.get("tolerance") is not None:
             parts.append(f"tolerance {_text(r['tolerance'])}")
         if r.get("margin") is not None:
-            parts.append(f"margin {r['margin']!r}" + (" (at the edge)" if _edge(r) else ""))
+            parts.append(f"margin {r['margin']!r}" + (" (at the edge)" if at_edge(r) else ""))
         detail = "; ".join(parts)
         text_rows.append(f"{r['status']:<15} {r['id']} ({r['where']}): {detail}")
-        edge = '<span class="verdict-edge" title="margin below 0.2: a small change flips it">at the edge</span>' if _edge(r) else ""
+        edge = (f'<span class="verdict-edge" title="margin below {EDGE_MARGIN:g}: a small change flips it">at the edge</span>'
+                if at_edge(r) else "")
         html_rows.append(
             f'<div class="verdict verdict-{STATUS_CLASSES.get(r["status"], "na")}">'
             f'<span class="verdict-status">{_esc(r["status"])}{edge}</span>'
@@ -553,13 +550,13 @@ def ledger_table(rows: Any, link: Callable[[Mapping[str, Any]], str] | None = No
     """
     rows = [r.as_dict() if hasattr(r, "as_dict") else dict(r) for r in rows]
     text = "\n".join(f"{r['status']:<15} {r['id']} ({r['where']}): measured {_text(r['measured'])} vs expected "
-                     f"{_text(r['expected'])}" + (" (at the edge)" if _edge(r) else "") for r in rows)
+                     f"{_text(r['expected'])}" + (" (at the edge)" if at_edge(r) else "") for r in rows)
     body = []
     for r in rows:
         where = _esc(r["where"])
         if link is not None:
             where = f'<a href="{_esc(link(r))}">{where}</a>'
-        edge = ' <span class="verdict-edge">at the edge</span>' if _edge(r) else ""
+        edge = ' <span class="verdict-edge">at the edge</span>' if at_edge(r) else ""
         body.append(f'<tr><td>{where}</td><td><span class="status status-{STATUS_CLASSES.get(r["status"], "na")}">'
                     f'{_esc(r["status"])}</span>{edge}</td><td>{statement_html(r["statement"])}</td>'
                     f'<td>{_esc(_text(r["measured"]))}</td><td>{_esc(_text(r["expected"]))}</td></tr>')
