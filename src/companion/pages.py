@@ -15,7 +15,7 @@ from .provenance import repo_root
 from .store import code_status, load_from, load_run, results_dir, stale
 
 __all__ = ["show_stored", "stored_full", "show_full", "figure_sources", "chapter_times", "machine", "source_line",
-           "paper_figure", "verdict_box", "numbers_table", "ledger_table", "book_figures", "count_line", "section_link",
+           "retimed", "paper_figure", "verdict_box", "numbers_table", "ledger_table", "book_figures", "count_line", "section_link",
            "STATUS_CLASSES"]
 
 
@@ -238,6 +238,52 @@ def _parts_times(folder: Path) -> tuple[float, float, int]:
         cpu += _seconds(meta, "cpu_time_s") or 0.0
     return wall, cpu, len(paths)
 
+
+
+_RETIMED_KEYS = ("experiment", "chapter", "rc", "wall_s", "cpu_s", "peak_rss_gb", "load_before", "provenance")
+
+
+def retimed(root: Path | str | None = None) -> dict[str, dict[str, Any]]:
+    """The newest re-timing alone of each experiment's full profile, by name.
+
+    ``bench/full_profiles.py`` re-runs a stored full profile in a child process on an otherwise idle
+    machine and writes one part per experiment into ``bench/results/<machine>-<date>/full-profiles/``;
+    of several folders the one with the latest date wins (folder names sort by date). Each row is the
+    part: ``wall_s`` (the child's wall time, starting Python included), ``cpu_s``, ``peak_rss_gb``,
+    ``load_before``, ``rc``, ``rerun`` (verdicts and numbers against the stored result) and
+    ``provenance``, plus ``folder``. A part missing one of those keys raises ValueError naming it.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> retimed(root)
+    {}
+    >>> part = {"experiment": "intro-consensus", "chapter": "introduction", "rc": 0, "wall_s": 2.3, "cpu_s": 2.6,
+    ...         "peak_rss_gb": 0.38, "load_before": [0.0, 0.1], "provenance": {"commit": "abc"}}
+    >>> folder = root / "bench" / "results" / "cpu-2026-12-02" / "full-profiles"
+    >>> folder.mkdir(parents=True)
+    >>> _ = (folder / "intro-consensus.json").write_text(json.dumps(part))
+    >>> r = retimed(root)["intro-consensus"]
+    >>> r["wall_s"], r["folder"]
+    (2.3, 'cpu-2026-12-02')
+    >>> _ = (folder / "bad.json").write_text("{}")
+    >>> retimed(root)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: .../bad.json: a re-timing part lacks experiment, chapter, rc, ...
+    """
+    base = Path(root) if root is not None else repo_root()
+    rows: dict[str, dict[str, Any]] = {}
+    folders = (base / "bench" / "results").glob("*-*/full-profiles")
+    for folder in sorted(folders, key=lambda f: f.parent.name.split("-", 1)[1]):  # by date, oldest first: newer replace
+        for path in sorted(folder.glob("*.json")):
+            part = json.loads(path.read_text())
+            lacking = [k for k in _RETIMED_KEYS if not isinstance(part, dict) or k not in part]
+            if lacking:
+                raise ValueError(f"{path}: a re-timing part lacks {', '.join(lacking)}")
+            rows[part["experiment"]] = {**part, "folder": folder.parent.name}
+    return rows
 
 
 def _wall_time(folder: Path, name: str, profile: str = "fast") -> float | None:

@@ -1,0 +1,49 @@
+"""The full profiles re-timed alone (bench/full_profiles.py): the README's quotes read the stored parts,
+and every part is a real rerun that agreed with the stored result."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from companion import pages
+from companion.registry import registry
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("full_profiles", ROOT / "bench" / "full_profiles.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_readme_quotes_each_whole_chapter_re_timed():
+    timed = pages.retimed()
+    assert timed, "no re-timing parts under bench/results/*/full-profiles"
+    readme = (ROOT / "README.md").read_text().replace("\n", " ")
+    stored = {n for n in registry() if (ROOT / "data" / "results" / n / "full.json").exists()}
+    quoted = 0
+    for chapter in {e.chapter for e in registry().values() if not e.chapter.startswith("_")}:
+        names = {n for n in stored if registry()[n].chapter == chapter}
+        if names and names <= set(timed):
+            minutes = sum(timed[n]["wall_s"] for n in names) / 60
+            assert f"{chapter} {minutes:.1f} min" in readme, (chapter, round(minutes, 1))
+            quoted += 1
+    assert quoted >= 1
+
+
+def test_every_rerun_succeeded_and_kept_its_verdicts():
+    for name, t in pages.retimed().items():
+        assert t["rc"] == 0, (name, t.get("error"))
+        r = t["rerun"]
+        assert r["rows"] >= 1 and r["same_verdict"] == r["rows"], (name, r["changed"])
+        assert t["wall_s"] > 0 and t["cpu_s"] > 0
+
+
+def test_rerun_differences_sees_a_changed_verdict_and_number():
+    diff = _bench().rerun_differences
+    a = [{"id": "x", "status": "reproduced", "measured": 1.0}]
+    assert diff(a, a) == {"rows": 1, "same_verdict": 1, "max_rel_diff": 0.0, "changed": []}
+    d = diff(a, [{"id": "x", "status": "partly", "measured": 0.5}])
+    assert d["same_verdict"] == 0 and d["max_rel_diff"] == 0.5 and d["changed"] == ["x: reproduced -> partly"]
