@@ -21,7 +21,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -97,7 +96,7 @@ def measure(name: str, out: Path) -> dict:
             part["rerun"] = rerun_differences(stored[1].get("claims") or [], fresh[1].get("claims") or [])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    part["provenance"] = provenance(threads=os.cpu_count(), platform=platform.platform())
+    part["provenance"] = provenance(threads=os.cpu_count())  # the machine is in provenance already
     atomic_write_text(out / f"{name}.json", json.dumps(part, indent=1, sort_keys=True) + "\n")
     return part
 
