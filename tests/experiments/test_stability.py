@@ -116,6 +116,15 @@ def test_prop33_map_matches_two_by_two_closed_form(r33):
     assert np.all(r["dyn_drift"][h] <= r["bound"][h] + 1e-9)
 
 
+def test_drift_matches_limit_holds_on_the_map_and_catches_a_wrong_closed_form(r33):
+    r = r33["map"]
+    assert st.drift_matches_limit(r).all()
+    # the closed form of a neighbouring angle (theta + 0.1) is outside the bound wherever X~(T) converged
+    wrong = dict(r, exact_drift=2 * np.sin(2 * np.arcsin(r["exact_drift"] / 2) / 2 + 0.05))
+    ok = r["conv_err"] < 1e-3
+    assert ok.any() and not st.drift_matches_limit(wrong)[ok].any()
+
+
 def test_prop33_families_small(r33):
     for fam in ("a", "b", "E"):
         f = r33["families"][fam]

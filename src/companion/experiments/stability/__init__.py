@@ -21,14 +21,14 @@ from .field_bounds import FieldBoundsConfig, field_bounds, field_bounds_claims, 
 from .initial_laws import InitialLawsConfig, initial_laws, initial_laws_claims, plot_initial_laws
 from .mitigation import MITIGATION_PARTLY, MOVED, MitigationConfig, mitigation, mitigation_claims, plot_mitigation
 from .prop31 import SLACK_HOLDS, TOL_LINEAR_EPS, TOL_RATIO69, Prop31Config, plot_prop31_wasserstein, prop31, prop31_claims
-from .prop33 import (BOUND16_CONSTANT, BOUND16_PARTLY, CONVERGENCE_PARTLY, TOL_RATE_ABS, Prop33Config, drift_ratio,
-                     plot_prop33_families, plot_prop33_map, prop33, prop33_claims, within_rate)
+from .prop33 import (BOUND16_CONSTANT, BOUND16_PARTLY, CONVERGENCE_PARTLY, TOL_RATE_ABS, Prop33Config, drift_matches_limit,
+                     drift_ratio, plot_prop33_families, plot_prop33_map, prop33, prop33_claims, within_rate)
 from .remark34 import REMARK34_PARTLY, TOL_REMARK34, Remark34Config, plot_remark34_ranks, remark34, remark34_claims
 from .top_eigvec import TopEigvecConfig, plot_top_eigvec, top_eigvec, top_eigvec_claims
 
 __all__ = [
     "Prop31Config", "prop31", "prop31_claims", "plot_prop31_wasserstein",
-    "Prop33Config", "prop33", "prop33_claims", "plot_prop33_families", "plot_prop33_map", "within_rate", "drift_ratio",
+    "Prop33Config", "prop33", "prop33_claims", "plot_prop33_families", "plot_prop33_map", "within_rate", "drift_ratio", "drift_matches_limit",
     "Remark34Config", "remark34", "remark34_claims", "plot_remark34_ranks",
     "MitigationConfig", "mitigation", "mitigation_claims", "plot_mitigation",
     "FieldBoundsConfig", "field_bounds", "field_bounds_claims", "plot_field_bounds", "field_cases",

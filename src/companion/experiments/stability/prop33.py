@@ -16,7 +16,7 @@ from ...theory import lora
 from ._shared import CHAPTER, FULL33, NOTE33, TOL_RATE_REL, base_matrix, run_pairs
 
 __all__ = ["Prop33Config", "prop33", "prop33_claims", "plot_prop33_families", "plot_prop33_map", "within_rate",
-           "drift_ratio", "CONVERGENCE_PARTLY", "BOUND16_CONSTANT", "BOUND16_PARTLY", "TOL_RATE_ABS"]
+           "drift_ratio", "drift_matches_limit", "CONVERGENCE_PARTLY", "BOUND16_CONSTANT", "BOUND16_PARTLY", "TOL_RATE_ABS"]
 
 # Prop. 3.3: every case where (15) holds must obey Lemma C.13's rate; more than half is "partly".
 CONVERGENCE_PARTLY = 0.5
@@ -90,6 +90,28 @@ def within_rate(res: dict[str, Any]) -> np.ndarray:
     base_ok = np.asarray(res["base_err"]) <= np.asarray(res["lemma_base"]) * (1 + TOL_RATE_REL) + TOL_RATE_ABS
     pert_ok = np.asarray(res["conv_err"]) <= lp * (1 + TOL_RATE_REL) + TOL_RATE_ABS
     return base_ok & pert_ok & finite
+
+
+def drift_matches_limit(res: dict[str, Any], slack: float = 1e-12) -> np.ndarray:
+    """Cells whose measured drift agrees with the closed form up to X~(T)'s distance to u1~.
+
+    The measured drift is :math:`\bar d = \frac1n \sum_i |\tilde x_i(T) - u_1|` and the closed form
+    :math:`|\tilde u_1 - u_1|`; by the triangle inequality
+
+    .. math:: \bigl|\bar d - |\tilde u_1 - u_1|\bigr| \le \max_i |\tilde x_i(T) - \tilde u_1| = \texttt{conv\_err},
+
+    so a cell outside it has a wrong closed form (or a wrong limit), whatever the convergence.
+    ``res`` is :func:`prop33`'s map (``dyn_drift``, ``exact_drift``, ``conv_err``, equal shapes).
+
+    Examples
+    --------
+    >>> r = {"dyn_drift": np.array([0.50, 0.50, 0.70]), "exact_drift": np.array([0.50, 0.52, 0.50]),
+    ...      "conv_err": np.array([0.0, 0.03, 0.1])}
+    >>> drift_matches_limit(r).tolist()
+    [True, True, False]
+    """
+    gap = np.abs(np.asarray(res["dyn_drift"], dtype=float) - np.asarray(res["exact_drift"], dtype=float))
+    return gap <= np.asarray(res["conv_err"], dtype=float) + slack
 
 
 def drift_ratio(res: dict[str, Any]) -> np.ndarray:
