@@ -197,3 +197,13 @@ def test_split_heldout_boundaries_sizes_and_no_overlap():
         T.split_heldout(ids, head=0, fraction=1.0, train_len=16, eval_len=10, eval_blocks=1)
     with pytest.raises(ValueError, match="ids"):
         T.split_heldout(ids.reshape(17, 59), head=0, fraction=0.5, train_len=16, eval_len=10, eval_blocks=1)
+
+
+def test_training_dtype_named_when_unknown_and_the_fast_profile_trains_in_float64():
+    import importlib
+
+    tr = importlib.import_module("companion.experiments.llm_probes.training")
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        tr.TrainingConfig(dtype="bfloat16")
+    assert tr.PROFILES_TRAINING["fast"].dtype == "float64" and tr.PROFILES_TRAINING["full"].dtype == "float32"
+    assert tr.DTYPES[tr.PROFILES_TRAINING["fast"].dtype] is torch.float64

@@ -221,3 +221,26 @@ def test_renamed_parameters_and_former_names_load_as_current():
             stored = {"config": {**dataclasses.asdict(e.profiles["full"]), before: getattr(e.profiles["full"], now)}}
             del stored["config"][now]
             assert e.config_of(stored) == e.profiles["full"], (name, before, now)
+
+
+def test_added_parameters_take_their_declared_value_in_older_results():
+    """A stored config without a parameter added since reads back with the ``added`` value (what every
+    earlier result was computed with), not the fast profile's; without ``added``, the fast profile's."""
+    e = registry.get("llm-training")
+    assert e.profiles["fast"].dtype == "float64" and e.added == {"dtype": "float32"}
+    older = dataclasses.asdict(e.profiles["full"])
+    del older["dtype"]
+    assert e.config_of({"config": older}) == e.profiles["full"]
+    plain = dataclasses.replace(e, added={})
+    assert plain.config_of({"config": older}).dtype == "float64"  # the fast profile's: stale
+
+
+def test_added_must_name_a_parameter():
+    @dataclasses.dataclass(frozen=True)
+    class AddedConfig:
+        x: float = 1.0
+        seed: int = 0
+
+    with pytest.raises(ValueError, match=r"added \['y'\] must name parameters"):
+        experiment("_doc-added", chapter="_doc", profiles={"fast": AddedConfig(), "full": AddedConfig()}, added={"y": 1})
+    assert "_doc-added" not in registry.registry()

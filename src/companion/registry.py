@@ -300,6 +300,7 @@ class Experiment:
     paper: PaperScale | None = None
     renamed: Mapping[str, str] = dataclasses.field(default_factory=dict)
     formerly: tuple[str, ...] = ()
+    added: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def func(self) -> Callable[..., dict[str, Any]]:
@@ -339,8 +340,9 @@ class Experiment:
         return result
 
     def config_of(self, result: Mapping[str, Any]) -> Any:
-        """The config a result of this experiment was computed with (from ``result["config"]``)."""
-        stored = {self.renamed.get(k, k): v for k, v in dict(result.get("config") or {}).items()}
+        """The config a result of this experiment was computed with (from ``result["config"]``; a parameter
+        it lacks has its :attr:`added` value, else the fast profile's)."""
+        stored = {**self.added, **{self.renamed.get(k, k): v for k, v in dict(result.get("config") or {}).items()}}
         known = {f.name for f in dataclasses.fields(self.config)}
         return configure(self.config, self.profiles["fast"], {k: _plain(v) for k, v in stored.items() if k in known},
                          f"experiment {self.name!r} (stored config)")
@@ -384,7 +386,8 @@ def _runner(exp_name: str, body: Callable[..., Any]) -> Callable[..., dict[str, 
 def experiment(name: str, *, chapter: str, profiles: Mapping[str, Any],
                plot: Callable[..., Any] | tuple[Callable[..., Any], ...] | None = None,
                claims: Callable[..., list] | None = None, paper: PaperScale | None = None,
-               renamed: Mapping[str, str] | None = None, formerly: tuple[str, ...] = ()) -> Callable:
+               renamed: Mapping[str, str] | None = None, formerly: tuple[str, ...] = (),
+               added: Mapping[str, Any] | None = None) -> Callable:
     """Decorator registering ``body(cfg, generator, device) -> dict`` as the experiment ``name``.
 
     ``profiles`` maps every profile of :data:`PROFILES` to a config (instances of
@@ -392,7 +395,9 @@ def experiment(name: str, *, chapter: str, profiles: Mapping[str, Any],
     profile is checked against them (:class:`PaperScale`). ``plot`` is ``plot_<stem>(result, ax=None)``
     or a tuple of such functions, drawn in order. ``renamed`` maps a parameter's former name to its
     name now and ``formerly`` lists the experiment's former names, so that results stored under the
-    old names still load, verify and count as current. Returns the experiment's public function
+    old names still load, verify and count as current. ``added`` maps a parameter introduced after results
+    were stored to the value all of them were computed with (a stored config that lacks it has that
+    value, not the fast profile's). Returns the experiment's public function
     ``run(profile="fast", device="cpu", **overrides) -> dict``.
 
     An experiment of the book lives in ``companion/experiments/<chapter>/<stem>.py``, ``<stem>`` being
@@ -441,6 +446,10 @@ def experiment(name: str, *, chapter: str, profiles: Mapping[str, Any],
         if new not in fields or old in fields:
             raise ValueError(f"experiment {name!r}: renamed {old!r} -> {new!r} must map a former name to a parameter; "
                              f"its parameters: {', '.join(fields)}")
+    added = dict(added or {})
+    if set(added) - set(fields):
+        raise ValueError(f"experiment {name!r}: added {sorted(set(added) - set(fields))} must name parameters; "
+                         f"its parameters: {', '.join(fields)}")
     drawn = plot if isinstance(plot, tuple) else (plot,) if plot is not None else ()
     figure = drawn[0] if len(drawn) == 1 else _chain(*drawn) if drawn else None
 
@@ -454,7 +463,7 @@ def experiment(name: str, *, chapter: str, profiles: Mapping[str, Any],
         doc = (body.__doc__ or "").strip().splitlines()
         run = _runner(name, body)
         _REGISTRY[name] = Experiment(name, chapter, config, dict(profiles), body, doc[0] if doc else "", figure, claims,
-                                     runner=run, paper=paper, renamed=renamed, formerly=tuple(formerly))
+                                     runner=run, paper=paper, renamed=renamed, formerly=tuple(formerly), added=added)
         _FORMER.update({old: name for old in formerly})
         return run
 

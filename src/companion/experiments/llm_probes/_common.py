@@ -10,12 +10,12 @@ CHAPTER = "llm_probes"
 NEW_HEAD = 1000
 
 
-def _load(model_path, device, tokenizer: bool = True):
-    """``(model, tokenizer, path)`` of a local causal LM (None: the bundled SmolLM2)."""
+def _load(model_path, device, tokenizer: bool = True, dtype: torch.dtype = torch.float32):
+    """``(model, tokenizer, path)`` of a local causal LM (None: the bundled SmolLM2), its weights in ``dtype``."""
     from ...llm import assets, probes
 
     path = assets.smollm2_path() if model_path is None else model_path
-    model, tok = probes.load_causal_lm(path, device=device)
+    model, tok = probes.load_causal_lm(path, device=device, dtype=dtype)
     if tokenizer and tok is None:
         raise ValueError(f"model_path: {path} has no tokenizer files; the probes need one to read text")
     return model, tok, str(path)

@@ -32,6 +32,9 @@ class TrainingConfig:
     quantities are measured; ``tau`` the drift threshold of the bifurcation depth;
     ``baseline_trials`` random subspaces for the alignment baseline (drawn from ``seed``);
     ``model_path`` as in :class:`~companion.experiments.llm_probes.random_adapters.RandomAdaptersConfig`;
+    ``dtype`` (``"float32"`` or ``"float64"``) of the weights, the adapters and their training: the
+    fast profile trains in float64, since float32 GEMM kernels that differ between machines move its
+    printed numbers in the third digit after 12 steps (the CI check compares them as text);
     ``progress``: progress bars. Seeds: see
     :func:`companion.llm.training.train_run`.
 
@@ -58,11 +61,19 @@ class TrainingConfig:
     tau: float = 0.2
     baseline_trials: int = 4000
     model_path: str | None = None
+    dtype: str = "float32"
     seed: int = 0
     progress: bool = False
 
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {self.dtype!r}")
 
-PROFILES_TRAINING = {"fast": TrainingConfig(),
+
+# The dtypes a training run can hold its model in (bfloat16 and float16 would need a loss scale).
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+PROFILES_TRAINING = {"fast": TrainingConfig(dtype="float64"),
                      "full": TrainingConfig(eval_blocks=8, block_len=128, train_blocks=2048, train_block_len=128,
                                             ranks=(1, 4, 16, 64), seeds=(0, 1, 2), steps=180, batch_size=4,
                                             checkpoints=(0, 5, 11, 22, 45, 90, 180), lr=1e-2, progress=True)}
@@ -288,7 +299,7 @@ def plot_training_bridge(result: dict, ax=None):
 
 @experiment("llm-training", chapter=CHAPTER, profiles=PROFILES_TRAINING, paper=PAPER_TRAINING,
             plot=(plot_training, plot_training_alignment, plot_training_drift, plot_training_bridge),
-            renamed={"baseline_samples": "baseline_trials"})
+            renamed={"baseline_samples": "baseline_trials"}, added={"dtype": "float32"})  # before dtype: float32
 def training(cfg: TrainingConfig, generator: torch.Generator, device) -> dict[str, Any]:
     """Figs. 3, 4, 6 and Prop. 3.3: LoRA fine-tuning on Shakespeare; forgetting on BBC news, update
     norm, alignment with the top singular direction of V_l, hidden-state drift, bifurcation depth
@@ -338,7 +349,7 @@ def _train_runs(cfg: TrainingConfig, generator: torch.Generator, device, data) -
 
     if 0 not in cfg.checkpoints or cfg.steps not in cfg.checkpoints:
         raise ValueError(f"checkpoints must include 0 and steps = {cfg.steps}, got {cfg.checkpoints}")
-    model, tok, path = _load(cfg.model_path, device)
+    model, tok, path = _load(cfg.model_path, device, dtype=DTYPES[cfg.dtype])
     base_ids, new_ids, train_ids, extra = data(cfg, tok)
     H_base = probes.hidden_states(model, base_ids, before_final_norm=True, progress=cfg.progress)
     lrs = lora.learning_rates(cfg.lr, cfg.lr_rank_power, cfg.ranks)
