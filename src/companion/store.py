@@ -706,7 +706,7 @@ def training_from_parts(folder: Path | str, profile: str = "full", *, d: int | N
     if profile not in profiles:
         raise ValueError(f"profile must be one of {tuple(profiles)}, got {profile!r}")
     cfg = profiles[profile] if cfg is None else cfg
-    settings = training.part_settings(cfg)
+    settings = training.part_settings(cfg, get(experiment).added)
     parts = {}
     for r in cfg.ranks:
         for s in cfg.seeds:

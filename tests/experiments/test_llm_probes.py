@@ -245,7 +245,7 @@ def test_stored_llm_training_parts_are_still_current(root):
     folder = root / "data" / "results" / "llm-training" / "parts"
     stored = sorted(folder.glob("r*-s*.npz"))
     assert stored, f"no stored parts under {folder}"
-    settings = T.part_settings(lp.PROFILES_TRAINING["full"])
+    settings = T.part_settings(lp.PROFILES_TRAINING["full"], registry.get("llm-training").added)
     assert "new_fraction" not in settings
     stale = [p.name for p in stored if T.load_part(p, settings) is None]
     assert not stale, f"stored llm-training parts no longer current: {stale}"

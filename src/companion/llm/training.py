@@ -350,9 +350,12 @@ def load_part(path: Path | str, settings: Mapping[str, Any]) -> dict[str, np.nda
     return arrays
 
 
-def part_settings(cfg: Any) -> dict[str, Any]:
+def part_settings(cfg: Any, added: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What makes a stored part current: every field of the run config ``cfg`` (a dataclass instance)
-    but :data:`PART_IGNORED` (the progress bars, the baseline, the seed and the run list).
+    but :data:`PART_IGNORED` (the progress bars, the baseline, the seed and the run list), and but a
+    field of ``added`` that holds its value there: a field added since parts were stored, with the value
+    all of them were computed with (the experiment's ``added``, :func:`companion.registry.experiment`),
+    so that those parts stay current.
 
     Examples
     --------
@@ -366,10 +369,14 @@ def part_settings(cfg: Any) -> dict[str, Any]:
     ...     seed: int = 0
     >>> part_settings(Runs())
     {'steps': 12}
+    >>> part_settings(Runs(), added={"steps": 12}), part_settings(Runs(steps=3), added={"steps": 12})
+    ({}, {'steps': 3})
     """
     import dataclasses
 
-    return {k: v for k, v in dataclasses.asdict(cfg).items() if k not in PART_IGNORED}
+    added = added or {}
+    return {k: v for k, v in dataclasses.asdict(cfg).items()
+            if k not in PART_IGNORED and not (k in added and v == added[k])}
 
 
 def run_parts(keys: Sequence[tuple[int, int]], compute: Callable[[int, int], Mapping[str, Any]],

@@ -72,6 +72,8 @@ class TrainingConfig:
 
 # The dtypes a training run can hold its model in (bfloat16 and float16 would need a loss scale).
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
+# Fields added since results and parts were stored, with the value all of them were computed with.
+ADDED = {"dtype": "float32"}
 
 PROFILES_TRAINING = {"fast": TrainingConfig(dtype="float64"),
                      "full": TrainingConfig(eval_blocks=8, block_len=128, train_blocks=2048, train_block_len=128,
@@ -299,7 +301,7 @@ def plot_training_bridge(result: dict, ax=None):
 
 @experiment("llm-training", chapter=CHAPTER, profiles=PROFILES_TRAINING, paper=PAPER_TRAINING,
             plot=(plot_training, plot_training_alignment, plot_training_drift, plot_training_bridge),
-            renamed={"baseline_samples": "baseline_trials"}, added={"dtype": "float32"})  # before dtype: float32
+            renamed={"baseline_samples": "baseline_trials"}, added=ADDED)
 def training(cfg: TrainingConfig, generator: torch.Generator, device) -> dict[str, Any]:
     """Figs. 3, 4, 6 and Prop. 3.3: LoRA fine-tuning on Shakespeare; forgetting on BBC news, update
     norm, alignment with the top singular direction of V_l, hidden-state drift, bifurcation depth
@@ -367,7 +369,7 @@ def _train_runs(cfg: TrainingConfig, generator: torch.Generator, device, data) -
 
     folder = output_folder()
     parts = lora.run_parts([(r, s) for s in cfg.seeds for r in cfg.ranks], one_run,
-                           folder / "parts" if folder is not None else None, settings=lora.part_settings(cfg),
+                           folder / "parts" if folder is not None else None, settings=lora.part_settings(cfg, ADDED),
                            progress=cfg.progress, log=print if cfg.progress else None)
     return lora.training_result(cfg, parts, cfg.seeds, d=held["model"].config.hidden_size, model=path, generator=generator)
 

@@ -12,7 +12,7 @@ from ... import ledger
 from ...registry import PaperScale, claims_for, experiment
 from ._common import CHAPTER, NEW_HEAD, _eval_ids
 from ._training_summary import _training_rows
-from .training import (PAPER_TRAINING, PROFILES_TRAINING, TrainingConfig, _train_runs, plot_training,
+from .training import (ADDED, PAPER_TRAINING, PROFILES_TRAINING, TrainingConfig, _train_runs, plot_training,
                        plot_training_alignment, plot_training_bridge, plot_training_drift)
 
 __all__ = ["TrainingIndomainConfig", "PROFILES_INDOMAIN", "PAPER_INDOMAIN", "training_indomain",
@@ -145,7 +145,7 @@ def _indomain_data(cfg: TrainingIndomainConfig, tok) -> tuple[torch.Tensor, torc
 @experiment("llm-training-indomain", chapter=CHAPTER, profiles=PROFILES_INDOMAIN, paper=PAPER_INDOMAIN,
             plot=(plot_training_indomain, plot_training_indomain_alignment, plot_training_indomain_drift,
                   plot_training_indomain_bridge),
-            renamed={"baseline_samples": "baseline_trials"}, added={"dtype": "float32"})  # before dtype: float32
+            renamed={"baseline_samples": "baseline_trials"}, added=ADDED)
 def training_indomain(cfg: TrainingIndomainConfig, generator: torch.Generator, device) -> dict[str, Any]:
     """Figs. 3, 4, 6 and Prop. 3.3 as in :func:`~companion.experiments.llm_probes.training.training`, from
     LoRA runs that also train on the new domain's own text: the first 80 % of *Hamlet* joined with as many
