@@ -274,10 +274,12 @@ def _png_chunks(png: bytes) -> dict[bytes, list[bytes]]:
 
 
 def _reference_pngs(path: Path) -> list[bytes]:
-    """Every image/png output of a reference, read from its JSON (independent of the plugin)."""
+    """Every PNG output of a reference, shown (image/png) or glued by myst_nb, read from its JSON
+    (independent of the plugin)."""
     nb = json.loads(path.read_text())
-    return [base64.b64decode(o["data"]["image/png"]) for c in nb["cells"] for o in c.get("outputs", [])
-            if "image/png" in o.get("data", {})]
+    keys = ("image/png", "application/papermill.record/image/png")
+    return [base64.b64decode(o["data"][k]) for c in nb["cells"] for o in c.get("outputs", [])
+            for k in keys if k in o.get("data", {})]
 
 
 def test_every_reference_figure_is_under_comparison():

@@ -36,6 +36,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 RC_FILE = HERE / "matplotlibrc"
 PNG = "image/png"
+# A figure glued by myst_nb (pages.paper_figure: the paper-scale figure) is stored under this key, which
+# nbval would compare byte for byte: its antialiasing differs between machines, so it is compared as an image too.
+GLUED = "application/papermill.record/image/png"
 
 
 @dataclass(frozen=True)
@@ -205,15 +208,16 @@ def diff_image(expected: np.ndarray, actual: np.ndarray, tolerance: Tolerance = 
 
 
 def figures(outputs: list) -> list[str]:
-    """The base64 PNGs among a cell's outputs, in order.
+    """The base64 PNGs among a cell's outputs, shown or glued, in order.
 
     Examples
     --------
     >>> figures([{"output_type": "stream", "text": "x"},
-    ...          {"output_type": "display_data", "data": {"image/png": "iVBO", "text/plain": "<Figure>"}}])
-    ['iVBO']
+    ...          {"output_type": "display_data", "data": {"image/png": "iVBO", "text/plain": "<Figure>"}},
+    ...          {"output_type": "display_data", "data": {GLUED: "iVBG"}}])
+    ['iVBO', 'iVBG']
     """
-    return [o["data"][PNG] for o in outputs if PNG in (o.get("data") or {})]
+    return [d[k] for o in outputs for d in [o.get("data") or {}] for k in (PNG, GLUED) if k in d]
 
 
 def artifact_stem(notebook: str | Path, cell: int, k: int) -> str:

@@ -67,6 +67,10 @@ def _compared(item) -> bool:
 def pytest_collection_finish(session) -> None:
     state = session.config.stash.get(_KEY, None)
     cells = [i for i in session.items if _nbval_cell(i)]
+    if state is not None:
+        for notebook in {i.parent for i in cells}:  # glued figures: as images here, not as text by nbval
+            if cf.GLUED not in notebook.skip_compare:
+                notebook.skip_compare = (*notebook.skip_compare, cf.GLUED)
     if state is None or not cells:
         return
     state.planned = sum(len(cf.figures(i.cell.outputs)) for i in cells if _compared(i))
