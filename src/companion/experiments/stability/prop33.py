@@ -93,15 +93,19 @@ def within_rate(res: dict[str, Any]) -> np.ndarray:
 
 
 def drift_matches_limit(res: dict[str, Any], slack: float = 1e-12) -> np.ndarray:
-    """Cells whose measured drift agrees with the closed form up to X~(T)'s distance to u1~.
+    r"""Cells whose measured drift agrees with the closed form up to X~(T)'s distance to u1~.
 
-    The measured drift is :math:`\bar d = \frac1n \sum_i |\tilde x_i(T) - u_1|` and the closed form
-    :math:`|\tilde u_1 - u_1|`; by the triangle inequality
+    The measured drift ``dyn_drift`` is the mean distance of the tokens to u1, the closed form
+    ``exact_drift`` the distance of u1~ to u1, and by the triangle inequality
 
-    .. math:: \bigl|\bar d - |\tilde u_1 - u_1|\bigr| \le \max_i |\tilde x_i(T) - \tilde u_1| = \texttt{conv\_err},
+    .. math::
 
-    so a cell outside it has a wrong closed form (or a wrong limit), whatever the convergence.
-    ``res`` is :func:`prop33`'s map (``dyn_drift``, ``exact_drift``, ``conv_err``, equal shapes).
+        \Bigl| \frac{1}{n} \sum_i \lVert \tilde x_i(T) - u_1 \rVert - \lVert \tilde u_1 - u_1 \rVert \Bigr|
+        \le \max_i \lVert \tilde x_i(T) - \tilde u_1 \rVert,
+
+    the right side being ``conv_err``: a cell outside it has a wrong closed form (or a wrong limit),
+    whatever the convergence. ``res`` is :func:`prop33`'s map (``dyn_drift``, ``exact_drift``,
+    ``conv_err``, equal shapes).
 
     Examples
     --------
