@@ -9,14 +9,19 @@ torch has no caching allocator on the CPU, so the remedy is glibc's own: a fixed
 threshold and a high trim threshold (memory freed by one step is reused by the next). The command
 line, the benchmarks and ``make`` apply it (the Makefile through glibc's ``MALLOC_MMAP_THRESHOLD_``
 and ``MALLOC_TRIM_THRESHOLD_``, so notebook kernels inherit it); call it yourself in scripts.
+
+:func:`threads` sets torch's thread count for one run: on a 2-core machine a second OpenMP thread
+of a batched float64 field mostly waits at barriers (bench/results/README.md).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import sys
+from typing import Iterator
 
-__all__ = ["tune_allocator", "ALLOCATOR_THRESHOLD"]
+__all__ = ["tune_allocator", "threads", "ALLOCATOR_THRESHOLD"]
 
 # Allocations below this come from the heap and freed memory up to this stays with the process.
 ALLOCATOR_THRESHOLD = 1 << 30
@@ -58,3 +63,35 @@ def tune_allocator(threshold: int = ALLOCATOR_THRESHOLD) -> bool:
     # mallopt takes a C int
     value = min(threshold, 2**31 - 1)
     return bool(mallopt(_M_MMAP_THRESHOLD, value)) and bool(mallopt(_M_TRIM_THRESHOLD, value))
+
+
+@contextlib.contextmanager
+def threads(n: int | None) -> Iterator[None]:
+    """Set torch's thread count inside the block, restore it after (None: leave it).
+
+    Examples
+    --------
+    >>> import torch
+    >>> before = torch.get_num_threads()
+    >>> with threads(1):
+    ...     torch.get_num_threads()
+    1
+    >>> torch.get_num_threads() == before
+    True
+    >>> with threads(0):
+    ...     pass
+    Traceback (most recent call last):
+    ...
+    ValueError: threads must be a positive number of torch threads or None, got 0
+    """
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise ValueError(f"threads must be a positive number of torch threads or None, got {n!r}")
+    import torch  # here, so that importing this module stays cheap
+
+    old = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)

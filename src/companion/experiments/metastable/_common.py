@@ -1,13 +1,10 @@
-"""What several experiments of the metastable chapter share: torch's thread count, the generator of a
+"""What several experiments of the metastable chapter share: the generator of a
 body's i-th ensemble, the growth-rate error and its tolerances.
 
 Bodies that draw several independent ensembles (one per beta, per run) seed one CPU generator per
 ensemble with ``cfg.seed + offset``, the offsets this chapter has always used, so its numbers stay.
 """
 from __future__ import annotations
-
-import contextlib
-from typing import Iterator
 
 import numpy as np
 import torch
@@ -17,28 +14,6 @@ import torch
 # error with room, 30 % still the right shape.
 TOL_RATE = 0.15
 PARTLY_RATE = 0.30
-
-
-@contextlib.contextmanager
-def threads(n: int | None) -> Iterator[None]:
-    """Temporarily set torch's thread count (None: leave it).
-
-    Examples
-    --------
-    >>> before = torch.get_num_threads()
-    >>> with threads(1):
-    ...     torch.get_num_threads()
-    1
-    >>> torch.get_num_threads() == before
-    True
-    """
-    old = torch.get_num_threads()
-    if n:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 def ensemble_generator(generator: torch.Generator, seed: int, offset: int) -> torch.Generator:

@@ -20,7 +20,8 @@ from ...metrics.hminus1 import hminus1_distance, hminus1_norm
 from ...registry import PaperScale, claims_for, experiment
 from ...theory.metastable import (dominant_mode_quantiles, gamma_k, k_max, linear_time, neighbour_exponent, plateau_slope,
                                   predicted_centres)
-from ._common import ensemble_generator, threads
+from ...perf import threads
+from ._common import ensemble_generator
 
 __all__ = ["ClusterLimitConfig", "cluster_limit", "plot_cluster_limit", "cluster_limit_claims", "TREND_SIGMA",
            "FLOOR_FRACTION", "CENSORED_FRACTION"]

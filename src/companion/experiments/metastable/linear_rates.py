@@ -15,7 +15,8 @@ from ...init import uniform_angles
 from ...integrate import simulate
 from ...registry import PaperScale, claims_for, experiment
 from ...theory.metastable import gamma_k, k_max, linear_time
-from ._common import PARTLY_RATE, TOL_RATE, ensemble_generator, rel_errors, threads
+from ...perf import threads
+from ._common import PARTLY_RATE, TOL_RATE, ensemble_generator, rel_errors
 
 __all__ = ["LinearRatesConfig", "linear_rates", "plot_linear_rates", "linear_rates_claims", "kmax_resolution",
            "BETAS", "KMAX_RESOLUTION"]

@@ -18,9 +18,9 @@ from ... import fits, ledger
 from ...circle import Circle, circle_moments
 from ...init import uniform_angles
 from ...integrate import simulate
+from ...perf import threads
 from ...registry import PaperScale, claims_for, experiment, sweep_point
 from ...theory.metastable import gamma_k, k_max, linear_time
-from ._common import threads
 
 __all__ = ["LnNConfig", "ln_n", "ln_n_point", "ln_n_assemble", "ln_n_grid", "joint_fit", "plot_ln_n", "ln_n_claims",
            "TOL_LN_N", "PARTLY_LN_N"]

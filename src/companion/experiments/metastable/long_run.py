@@ -13,9 +13,9 @@ from ...circle import Circle
 from ...init import uniform_angles
 from ...integrate import simulate
 from ...metrics import cluster_count
+from ...perf import threads
 from ...registry import PaperScale, claims_for, experiment
 from ...theory.metastable import k_max
-from ._common import threads
 
 __all__ = ["LongRunConfig", "long_run", "plot_long_run", "long_run_claims", "REACHED_FRACTION"]
 

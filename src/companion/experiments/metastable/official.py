@@ -18,7 +18,8 @@ from ...metrics import cluster_centres, cluster_count
 from ...metrics.cluster_history import count_history
 from ...registry import PaperScale, claims_for, experiment
 from ...theory.metastable import gamma_k, k_max, linear_time, predicted_centres
-from ._common import ensemble_generator, threads
+from ...perf import threads
+from ._common import ensemble_generator
 
 __all__ = ["OfficialConfig", "official", "plot_official", "official_claims", "transient_phase", "OFFICIAL_FRACTION",
            "TOL_CENTRE", "TRANSIENT_BETAS", "MOST_SEEDS"]

@@ -14,9 +14,9 @@ from ...circle import Circle, wrap
 from ...integrate import simulate
 from ...metrics import cluster_centres
 from ...pde import circle_w1, density_moments, noisy_uniform, quantile_tokens, solve_mean_field
+from ...perf import threads
 from ...registry import PaperScale, claims_for, experiment
 from ...theory.metastable import gamma_k, k_max
-from ._common import threads
 
 __all__ = ["PdeConfig", "pde", "plot_pde", "pde_claims", "TOL_W1", "PARTLY_W1"]
 

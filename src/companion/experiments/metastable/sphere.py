@@ -16,7 +16,8 @@ from ...metrics.harmonics import harmonic_energy
 from ...models import metastable as sphere_model
 from ...registry import PaperScale, claims_for, experiment
 from ...theory.metastable import growth_rate, k_max
-from ._common import PARTLY_RATE, TOL_RATE, ensemble_generator, rel_errors, threads
+from ...perf import threads
+from ._common import PARTLY_RATE, TOL_RATE, ensemble_generator, rel_errors
 
 __all__ = ["SphereConfig", "sphere", "plot_sphere", "sphere_claims"]
 
