@@ -43,6 +43,7 @@ def _load(name: str):
 
 
 cf = _load("companion_figures")
+_load("reference_arithmetic")  # refresh.py imports it by name too
 
 
 # --------------------------------------------------------------------------- rendering in-process

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import companion_figures as cf
+from reference_arithmetic import use_reference_arithmetic
 
 DEFAULT_DIFFS = Path("book") / "_build" / "figure-diffs"
 
@@ -47,6 +48,7 @@ def pytest_addoption(parser) -> None:
 
 def pytest_configure(config) -> None:
     cf.use_book_rendering()  # before nbval starts a kernel: they inherit it
+    use_reference_arithmetic()
     folder = config.getoption("figure_diffs", default=None)
     folder = Path(folder) if folder else config.rootpath / DEFAULT_DIFFS
     config.stash[_KEY] = _State(folder=folder.resolve())

@@ -35,6 +35,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from companion_figures import use_book_rendering  # book/_scripts, the script's own folder
+from reference_arithmetic import use_reference_arithmetic
 
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
 
@@ -92,6 +93,7 @@ def refresh(slug: str, timeout: int = 1800) -> Path:
     out = src.with_suffix(".ipynb")
     keep_ids(nb.cells, nbformat.read(out, as_version=4).cells if out.exists() else [])
     use_book_rendering()  # the kernel inherits MATPLOTLIBRC
+    use_reference_arithmetic()  # ... and the pinned code paths of torch and MKL
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
                             resources={"metadata": {"path": str(CHAPTERS)}})
     t0 = time.perf_counter()
