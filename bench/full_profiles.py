@@ -13,7 +13,9 @@ with the experiments that have no part yet (``--again`` reruns them). ``--report
 table, with each chapter's total, from the parts alone.
 
 Usage: python bench/full_profiles.py --out DIR [--chapter SLUG ...] [--skip NAME ...] [--only NAME ...]
-                                     [--again] [--report]
+                                     [--again] [--report] [--store]
+
+``--store``: each successful rerun replaces the stored result (verified, through ``pack`` and ``store``).
 """
 from __future__ import annotations
 
@@ -79,8 +81,18 @@ def run_alone(name: str, scratch: Path) -> dict:
             "error": err.strip().splitlines()[-1] if rc and err.strip() else None}
 
 
-def measure(name: str, out: Path) -> dict:
-    """Re-run ``name`` alone, compare with the stored result, write the part ``out/<name>.json``."""
+def keep(scratch: Path, results: Path | None = None) -> list[Path]:
+    """Store the verified results of ``scratch`` under ``results`` (default data/results), through the
+    package's own pack and store (the rerun then becomes the stored result)."""
+    from companion.transport import pack_results, store_packed
+
+    with tempfile.TemporaryDirectory(prefix="full-profiles-packs-") as packs:
+        return store_packed(pack_results(scratch, Path(packs)), results)
+
+
+def measure(name: str, out: Path, store: bool = False) -> dict:
+    """Re-run ``name`` alone, compare with the stored result, write the part ``out/<name>.json``;
+    with ``store``, a successful rerun replaces the stored result."""
     scratch = Path(tempfile.mkdtemp(prefix="full-profiles-"))
     try:
         part = {"experiment": name, "chapter": registry()[name].chapter, **run_alone(name, scratch)}
@@ -94,6 +106,8 @@ def measure(name: str, out: Path) -> dict:
             part["compute_s"] = fresh[1].get("wall_time_s")  # the child's own time, without starting Python
         if stored is not None and fresh is not None:
             part["rerun"] = rerun_differences(stored[1].get("claims") or [], fresh[1].get("claims") or [])
+        if store and fresh is not None:
+            part["stored_now"] = [str(p) for p in keep(scratch)]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     part["provenance"] = provenance(threads=os.cpu_count())  # the machine is in provenance already
@@ -133,6 +147,7 @@ def main() -> None:
     ap.add_argument("--skip", action="append", default=[])
     ap.add_argument("--again", action="store_true")
     ap.add_argument("--report", action="store_true")
+    ap.add_argument("--store", action="store_true", help="a successful rerun replaces the stored result (data/results)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.report:
@@ -140,7 +155,7 @@ def main() -> None:
     for name in names_in_order(args.chapter, args.only, args.skip):
         if (args.out / f"{name}.json").exists() and not args.again:
             continue
-        p = measure(name, args.out)
+        p = measure(name, args.out, store=args.store)
         print(f"{name}: rc {p['rc']}, {p['wall_s']} s wall, {p['cpu_s']} s CPU, {p['peak_rss_gb']} GB, "
               f"load {p['load_before'][0]} -> {p['load_after'][0]}, rerun {p.get('rerun')}", flush=True)
     report(args.out)
