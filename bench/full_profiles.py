@@ -81,6 +81,24 @@ def run_alone(name: str, scratch: Path) -> dict:
             "error": err.strip().splitlines()[-1] if rc and err.strip() else None}
 
 
+def cpu_kind() -> str:
+    """The processor's model name and the vector extension torch's kernels use ("AMD EPYC, AVX512"):
+    two machines of one kind can differ in both, and timings with them."""
+    import platform
+
+    import torch
+
+    name = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{name or 'unknown processor'}, {torch.backends.cpu.get_cpu_capability()}"
+
+
 def keep(scratch: Path, results: Path | None = None) -> list[Path]:
     """Store the verified results of ``scratch`` under ``results`` (default data/results), through the
     package's own pack and store (the rerun then becomes the stored result)."""
@@ -111,6 +129,7 @@ def measure(name: str, out: Path, store: bool = False) -> dict:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     part["provenance"] = provenance(threads=os.cpu_count())  # the machine is in provenance already
+    part["cpu"] = cpu_kind()
     atomic_write_text(out / f"{name}.json", json.dumps(part, indent=1, sort_keys=True) + "\n")
     return part
 
