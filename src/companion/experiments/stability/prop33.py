@@ -329,7 +329,7 @@ def prop33(cfg: Prop33Config, generator: torch.Generator, device: Any) -> dict[s
     dict
         ``families``: per family name, a dict of (steps,) arrays: ``size`` and the outputs of the
         simulation (``a, b_norm, E_norm, gap, margin, holds, bound, eig_drift, tilde_gap, base_err,
-        conv_err, dyn_drift, clusters, dist_dV_reading, cone_tilde, lemma_base, lemma_pert``);
+        conv_err, pole_err, dyn_drift, clusters, dist_dV_reading, cone_tilde, lemma_base, lemma_pert``);
         ``map``: ``s (S,)``, ``e (S,)`` and the same outputs as (S, S) arrays indexed [i_e, i_s],
         plus ``exact_drift``; ``gap`` (lambda_1 - lambda_2) and ``gamma``.
 
