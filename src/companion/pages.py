@@ -5,6 +5,8 @@ Nothing here computes an experiment: it reads what :mod:`companion.store` verifi
 """
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import platform
 from pathlib import Path
@@ -463,7 +465,9 @@ def paper_figure(name: str, fallback: Mapping[str, Any] | None = None, root: Pat
     figure its plot function opens is glued as ``<name>-fig`` (then ``-fig2``, ...) and the source
     line (:func:`source_line`) as ``<name>-source``, so that the chapter shows them with
     ``{glue:figure}`` and cites the source in the caption. Outside a notebook (no myst_nb) the
-    figures are left open.
+    figures are left open. The result's ``"config"`` holds every parameter under its name now
+    (:meth:`~companion.registry.Experiment.config_of`: a result stored before a parameter was
+    renamed or added reads like one computed today).
 
     Examples
     --------
@@ -472,8 +476,8 @@ def paper_figure(name: str, fallback: Mapping[str, Any] | None = None, root: Pat
     >>> from companion.registry import get
     >>> fast = get("intro-consensus").run(n=4, t1=1.0)
     >>> r = paper_figure("intro-consensus", fast, root=tempfile.mkdtemp())
-    >>> r["profile"], r["p_sim"].shape
-    ('custom', (21, 3))
+    >>> r["profile"], r["p_sim"].shape, r["config"]["n"]
+    ('custom', (21, 3), 4)
     """
     import matplotlib.pyplot as plt
 
@@ -482,6 +486,7 @@ def paper_figure(name: str, fallback: Mapping[str, Any] | None = None, root: Pat
     exp = get(name)
     stored = _current_full(exp.name, root)  # loaded and verified once, for the figure and its source line
     result = stored[0] if stored is not None else dict(fallback) if fallback is not None else exp.run("fast")
+    result = {**result, "config": dataclasses.asdict(exp.config_of(result))}
     plt.close("all")
     if exp.plot is not None:
         exp.plot(result)

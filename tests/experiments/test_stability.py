@@ -125,6 +125,27 @@ def test_drift_matches_limit_holds_on_the_map_and_catches_a_wrong_closed_form(r3
     assert ok.any() and not st.drift_matches_limit(wrong)[ok].any()
 
 
+def test_pole_err_is_the_distance_to_the_nearer_pole_past_the_crossing(one_thread):
+    """dV = e u2 u2^T with e above the gap: u1~ = +-u2 is orthogonal to u1, its sign roundoff; the
+    tokens of the cone around u1 reach one pole, and pole_err measures the distance to it."""
+    from companion.experiments.stability._shared import run_pairs
+
+    cfg = st.Prop33Config(d=3, lambdas=(1.5, 1.0, 0.2), n=8, t1=60.0, dt=0.1)
+    V = torch.diag(torch.tensor(cfg.lambdas, dtype=torch.float64))
+    e1, e2 = torch.eye(3, dtype=torch.float64)[0], torch.eye(3, dtype=torch.float64)[1]
+    x0 = init.cone(1, cfg.n, 3, cfg.gamma, axis=e1, generator=torch.Generator().manual_seed(0))[0]
+    x0 = torch.cat([x0[:, :1], x0[:, 1:2].abs() + 0.05, x0[:, 2:]], dim=1)
+    x0 = x0 / x0.norm(dim=1, keepdim=True)  # every token on the +e2 side ...
+    mirror = x0 * torch.tensor([1.0, -1.0, 1.0], dtype=torch.float64)  # ... or every token on the -e2 side
+    dV = torch.stack([1.0 * torch.outer(e2, e2), 0.1 * torch.outer(e1, e1)])  # past the crossing; in span
+    r, m = (run_pairs(torch.stack([V, V]), dV, x, e1, cfg, "cpu") for x in (x0, mirror))
+    # the two token sets end at opposite poles: one of them is at -u1~, whatever sign u1~ got
+    assert max(r["conv_err"][0], m["conv_err"][0]) > 2 - 1e-6 and min(r["conv_err"][0], m["conv_err"][0]) < 1e-6
+    assert r["pole_err"][0] < 1e-6 and m["pole_err"][0] < 1e-6
+    for x in (r, m):  # the cone fixes the sign: the same number
+        assert x["conv_err"][1] < 1e-6 and x["pole_err"][1] == x["conv_err"][1] and np.all(x["pole_err"] <= x["conv_err"])
+
+
 def test_prop33_families_small(r33):
     for fam in ("a", "b", "E"):
         f = r33["families"][fam]
