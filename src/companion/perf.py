@@ -10,8 +10,10 @@ threshold and a high trim threshold (memory freed by one step is reused by the n
 line, the benchmarks and ``make`` apply it (the Makefile through glibc's ``MALLOC_MMAP_THRESHOLD_``
 and ``MALLOC_TRIM_THRESHOLD_``, so notebook kernels inherit it); call it yourself in scripts.
 
-:func:`threads` sets torch's thread count for one run: on a 2-core machine a second OpenMP thread
-of a batched float64 field mostly waits at barriers (bench/results/README.md).
+:func:`threads` sets torch's thread count for one run. Whether a second thread pays depends on the
+field (2 cores, 2026-12-01/02): the metastable chapter's single-trial float64 fields took 334 s on two
+threads against 184 s on one (metastable-sphere), while a batch of ~300 float64 trials of 256 tokens
+ran 1.9x faster on two (stability-prop33); each experiment's config says which it uses.
 """
 from __future__ import annotations
 
