@@ -1,4 +1,4 @@
-"""The fused float32 attention kernel (numba, CPU) against the float64 torch field, and its exponential."""
+"""The fused attention kernel (numba, CPU) in float32 and float64 against the float64 torch field, and its exponentials."""
 import math
 
 import numpy as np
@@ -33,6 +33,16 @@ def test_exponential_within_two_ulp_of_exp():
         F.exp_nonpositive(np.array([0.5], dtype=np.float32))
 
 
+def test_float64_exponential_within_one_ulp_of_exp():
+    # numpy's exp is correctly rounded to within 1 ulp: the kernel's is within 2 ulp of it on [-708, 0]
+    x = np.linspace(-708.0, 0.0, 2_000_001)
+    y = F.exp_nonpositive(x)
+    assert y.dtype == np.float64
+    assert (np.abs(y - np.exp(x)) / np.exp(x)).max() < 2 * np.finfo(np.float64).eps
+    assert F.exp_nonpositive(np.zeros(2)).tolist() == [1.0, 1.0]
+    assert 0 < F.exp_nonpositive(np.array([-800.0]))[0] < 4e-308  # clamped to e^-708, not garbage
+
+
 # usa stops at beta = 10: e^100 overflows float32 (that case is tested below)
 _CASES = [(norm, beta) for norm in ("softmax", "usa") for beta in (0.1, 1.0, 10.0, 100.0) if norm == "softmax" or beta <= 10]
 
@@ -56,6 +66,11 @@ def test_fused_field_equals_the_float64_field(normalization, beta, n, d):
             scale = field_unchecked(X, a, v, beta, normalization=normalization, backend="dense").abs().max().item()
             err = (got.double() - ref).abs().max().item() / max(1.0, scale)
             assert err < 3e-5, (a is None, v is A, project)
+            got64 = field_unchecked(X, a, v, beta, normalization=normalization, backend="fused", project=project)
+            assert got64.dtype == torch.float64
+            # float64: rounding of the scores (|s| up to beta) times the weights, a few ulp of beta
+            err64 = (got64 - ref).abs().max().item() / max(1.0, scale)
+            assert err64 < 64 * np.finfo(np.float64).eps * max(1.0, beta), (a is None, v is A, project)
 
 
 def test_auto_takes_the_fused_kernel_only_where_it_applies(monkeypatch):
@@ -65,22 +80,27 @@ def test_auto_takes_the_fused_kernel_only_where_it_applies(monkeypatch):
     monkeypatch.setattr(F, "fused_field", lambda *a, **k: calls.append(1) or real(*a, **k))
     attention_field(X, beta=1.0)
     assert calls == [1]
-    attention_field(X.double(), beta=1.0)  # float64: torch
     Xg = X.clone().requires_grad_(True)
     out = attention_field(Xg, beta=1.0)  # autograd: torch
     assert out.grad_fn is not None and calls == [1]
-    attention_field(_sphere(1, 5, 12, seed=1).float(), beta=1.0)  # d = 12 > 8: torch
-    attention_field(_sphere(1, 5, 8, seed=1).float(), beta=1.0)  # d = 8: fused
+    attention_field(_sphere(1, 5, 12, seed=1).float(), beta=1.0)  # float32, d = 12 > 8: torch
+    attention_field(_sphere(1, 5, 8, seed=1).float(), beta=1.0)  # float32, d = 8: fused
     assert calls == [1, 1]
+    attention_field(_sphere(1, 5, 16, seed=1), beta=1.0)  # float64, d = 16: fused
+    attention_field(_sphere(1, 5, 17, seed=1), beta=1.0)  # float64, d = 17 > 16: torch
+    assert calls == [1, 1, 1]
     monkeypatch.setattr(F, "HAVE_NUMBA", False)
     attention_field(X, beta=1.0)
-    assert calls == [1, 1]
+    attention_field(X.double(), beta=1.0)
+    assert calls == [1, 1, 1]
 
 
 def test_fused_refuses_what_it_cannot_do():
     X = _sphere(1, 10, 3, seed=2)
-    with pytest.raises(ValueError, match="float32 tensors on the CPU"):
-        attention_field(X, beta=1.0, backend="fused")
+    with pytest.raises(ValueError, match="float32 or float64 tensors of one dtype on the CPU, got X torch.float16"):
+        field_unchecked(X.half(), None, None, 1.0, backend="fused")
+    with pytest.raises(ValueError, match="got X torch.float64 on cpu, A torch.float32 on cpu"):
+        field_unchecked(X, torch.eye(3), None, 1.0, backend="fused")
     with pytest.raises(ValueError, match="autograd"):
         attention_field(X.float().requires_grad_(True), beta=1.0, backend="fused")
     with pytest.raises(ValueError, match="not attend"):
@@ -100,12 +120,21 @@ def test_usa_overflow_falls_back_to_the_exact_maximum_or_raises():
         attention_field(_sphere(1, 10, 3, seed=3).float(), beta=100.0, normalization="usa", backend="fused")
 
 
-def test_thread_counts_agree_to_rounding():
-    X = _sphere(9, 120, 3, seed=4).float().numpy()
-    V = np.diag([1.0, 0.5, -0.3]).astype(np.float32)
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-6), (np.float64, 1e-15)])
+def test_thread_counts_agree_to_rounding(dtype, tol):
+    X = _sphere(9, 120, 3, seed=4).numpy().astype(dtype)
+    V = np.diag([1.0, 0.5, -0.3]).astype(dtype)
     one, _ = F.fused_field(X, V, V, 2.0, True, True, threads=1)
     two, _ = F.fused_field(X, V, V, 2.0, True, True, threads=2)
-    assert np.abs(one - two).max() <= 1e-6 * np.abs(one).max()
+    assert one.dtype == dtype and np.abs(one - two).max() <= tol * np.abs(one).max()
+
+
+def test_float64_overflow_is_refused_naming_float64():
+    X = np.ones((1, 4, 3)) * 1e160  # |x|^2 = 3e320 overflows float64
+    with pytest.raises(FloatingPointError, match="overflows float64.*smaller tokens"):
+        F.fused_field(X, None, None, 1.0, True, False)
+    with pytest.raises(FloatingPointError, match="overflows float64"):
+        F.fused_field(np.ones((1, 4, 3)) * 1e150, None, None, 1e10, True, False)  # scores beta |x|^2 = 3e310
 
 
 def test_sphere_model_in_float32_follows_the_float64_flow():

@@ -1,4 +1,4 @@
-"""A fused CPU attention kernel in float32 (numba): scores, exponentials and weighted sums in one pass.
+"""A fused CPU attention kernel in float32 or float64 (numba): scores, exponentials and weighted sums in one pass.
 
 Private engine of :func:`companion.attention.field_unchecked` with ``backend="fused"``. The torch path runs
 three kernels over a (trials, n, m) score array (a GEMM, a softmax, a GEMM) and moves that array
@@ -11,19 +11,24 @@ separate pass over memory in torch; timings in ``bench/results/`` of the reposit
 Two choices make the exponential loop vectorise (numba has no vector exp of its own here):
 
 * the exponential is computed by the kernel itself, :func:`_exp_nonpositive`: x = k ln 2 + r with
-  |r| <= ln 2 / 2 (Cody-Waite), e^r by its Taylor polynomial of degree 7 (remainder
-  0.347^8 / 8! < 6e-9, under float32 rounding), and 2^k written into the exponent bits;
+  |r| <= ln 2 / 2 (Cody-Waite), e^r by its Taylor polynomial of degree 7 in float32 (remainder
+  0.347^8 / 8! < 6e-9, under float32 rounding) and 13 in float64 (0.347^14 / 14! < 4e-18), and 2^k
+  written into the exponent bits;
 * each row is shifted by an upper bound of its largest score, beta |q_i| max_j |k_j|
   (Cauchy-Schwarz), instead of the row maximum (a reduction numba leaves scalar). A shift above the
   maximum only scales every term of the row alike; it is used when it exceeds the row's first score
   by at most 60, so the row sum stays >= e^-60, far above float32's smallest normal number.
   Otherwise the row's exact maximum is taken.
 
-float32 only: the integrators' fast ensembles run in float32, and float64 keeps the torch path.
+Every function works in the tokens' precision (``X.dtype.type`` for each constant, numba compiles one
+version per dtype). float64 runs the same loops: it avoids torch's (trials, n, n) score arrays too, so
+its memory is O(trials n d) and it is 1.2-3.4x faster than torch's float64 path up to d = 24 (measured
+in :mod:`companion.attention`, which says where "auto" takes it).
 """
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -45,6 +50,11 @@ _LOG2E = 1.4426950408889634
 _LN2_HI = 0.693359375  # 9 significant bits: k * _LN2_HI is exact in float32 for |k| < 2^15
 _LN2_LO = -2.12194440e-4
 _MIN_ARG = -87.0  # e^-87 = 1.6e-38 > float32's smallest normal number (1.2e-38)
+# float64: ln 2 in two parts whose first has 32 significant bits (k * hi exact for |k| < 2^20)
+_LN2_HI64 = 6.93147180369123816490e-01
+_LN2_LO64 = 1.90821492927058770002e-10
+_MIN_ARG64 = -708.0  # e^-708 = 3.3e-308 > float64's smallest normal number (2.2e-308)
+_C64 = tuple(1.0 / math.factorial(k) for k in range(14))  # Taylor coefficients of e^r
 # Reassociation lets LLVM vectorise the row sums (several partial sums); inputs are finite (checked
 # once by the callers), so no-NaN/no-inf flags change nothing but the code generated.
 _FASTMATH = {"reassoc", "contract", "nsz", "arcp", "nnan", "ninf"}
@@ -52,17 +62,13 @@ _FASTMATH = {"reassoc", "contract", "nsz", "arcp", "nnan", "ninf"}
 # in the Cody-Waite reduction); it has no reduction to vectorise.
 _FASTMATH_EXP = {"contract", "nnan", "ninf"}
 _FASTMATH_PREPARE = {"reassoc", "contract", "nsz", "arcp"}
-# Inputs whose scores or weighted sums could leave float32's range are refused before the kernel runs
-# (it assumes finite values): a quarter of the largest float32 leaves room for the shift's subtraction.
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
-_RANGE = _FLOAT32_MAX / 4
 
 
 if HAVE_NUMBA:
 
     @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH_EXP)
-    def _exp_nonpositive(S, bits, count):  # pragma: no cover - compiled; tested through exp_nonpositive
-        """S[:count] <- e^S for entries <= 0 (float32), in place; ``bits``: int32 scratch of S's size."""
+    def _exp32(S, bits, count):  # pragma: no cover - compiled; tested through exp_nonpositive
+        """S[:count] <- e^S for float32 entries <= 0, in place; ``bits``: int32 scratch of S's size."""
         log2e = np.float32(_LOG2E)
         hi = np.float32(_LN2_HI)
         lo = np.float32(_LN2_LO)
@@ -82,6 +88,31 @@ if HAVE_NUMBA:
         for j in range(count):
             S[j] *= scale[j]
 
+    @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH_EXP)
+    def _exp64(S, bits, count):  # pragma: no cover - compiled; tested through exp_nonpositive
+        """S[:count] <- e^S for float64 entries <= 0, in place; ``bits``: int64 scratch of S's size.
+        The same reduction with ln 2 split for float64 and Taylor degree 13 (0.347^14 / 14! < 4e-18)."""
+        floor_arg = _MIN_ARG64
+        for j in range(count):
+            x = max(S[j], floor_arg)
+            kf = np.floor(x * _LOG2E + 0.5)
+            r = (x - kf * _LN2_HI64) - kf * _LN2_LO64
+            p = 1.0 + r * (1.0 + r * (_C64[2] + r * (_C64[3] + r * (_C64[4] + r * (_C64[5] + r * (_C64[6] + r * (
+                _C64[7] + r * (_C64[8] + r * (_C64[9] + r * (_C64[10] + r * (_C64[11] + r * (_C64[12] + r * _C64[13]))))))))))))
+            bits[j] = (np.int64(kf) + np.int64(1023)) << np.int64(52)  # the float 2^k
+            S[j] = p
+        scale = bits[:count].view(np.float64)
+        for j in range(count):
+            S[j] *= scale[j]
+
+    @numba.njit(cache=True, nogil=True)
+    def _exp_nonpositive(S, bits, count):  # pragma: no cover - compiled; tested through exp_nonpositive
+        """S[:count] <- e^S for entries <= 0, in place, in S's precision (float32 or float64)."""
+        if S.itemsize == 4:
+            _exp32(S, bits, count)
+        else:
+            _exp64(S, bits, count)
+
     # No nnan/ninf here: _prepare is what detects non-finite tokens (cheap, O(T n d)).
     @numba.njit(cache=True, parallel=True, fastmath=_FASTMATH_PREPARE)
     def _prepare(X, V, XT, VXT, knorm):  # pragma: no cover - compiled
@@ -89,6 +120,7 @@ if HAVE_NUMBA:
         and VXT is XT), and a little more than the largest key norm (an upper bound after rounding)."""
         T, n, d = X.shape
         e = VXT.shape[1]
+        F = X.dtype.type  # float32 or float64: every constant in the tokens' precision
         for tp in prange(T):
             t = np.int64(tp)  # prange's index is unsigned: unified with 0 below it would become a float
             for c in range(d):
@@ -98,35 +130,36 @@ if HAVE_NUMBA:
                 tv = t if V.shape[0] == T else np.int64(0)
                 for c in range(e):
                     for j in range(n):
-                        VXT[t, c, j] = np.float32(0.0)
+                        VXT[t, c, j] = F(0.0)
                     for c2 in range(d):
                         vcc = V[tv, c, c2]
                         for j in range(n):
                             VXT[t, c, j] += vcc * XT[t, c2, j]
-            mx = np.float32(0.0)
-            total = np.float32(0.0)  # NaN or inf in any |x_j|^2 survives in the sum, not in max (fastmath)
+            mx = F(0.0)
+            total = F(0.0)  # NaN or inf in any |x_j|^2 survives in the sum, not in max (fastmath)
             for j in range(n):
-                s = np.float32(0.0)
+                s = F(0.0)
                 for c in range(d):
                     s += XT[t, c, j] * XT[t, c, j]
                 mx = max(mx, s)
                 total += s
-            knorm[t] = np.sqrt(mx) * np.float32(1 + 1e-5) if np.isfinite(total) else np.float32(np.inf)
+            knorm[t] = np.sqrt(mx) * F(1 + 1e-5) if np.isfinite(total) else F(np.inf)
 
     @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH, inline="always")
     def _scores(X, A, XT, beta, t, i, knorm, qb, row):  # pragma: no cover - compiled
         """row[j] = s_ij - shift_i with s_ij = beta <A x_i, x_j>; returns shift_i (see the module docstring).
-        qb: float32 scratch of length d for beta A x_i."""
+        qb: scratch of length d (X's precision) for beta A x_i."""
+        F = X.dtype.type
         d = X.shape[2]
         m = XT.shape[2]
         ta = t if A.shape[0] == XT.shape[0] else 0
-        qn = np.float32(0.0)
-        s0 = np.float32(0.0)
+        qn = F(0.0)
+        s0 = F(0.0)
         for c in range(d):
             if A.shape[0] == 0:
                 qc = X[t, i, c]
             else:
-                qc = np.float32(0.0)
+                qc = F(0.0)
                 for c2 in range(d):
                     qc += A[ta, c, c2] * X[t, i, c2]
             qc *= beta
@@ -134,7 +167,7 @@ if HAVE_NUMBA:
             qn += qc * qc
             s0 += qc * XT[t, c, 0]
         sh = np.sqrt(qn) * knorm[t]
-        exact = sh - s0 > np.float32(_SHIFT_SLACK)
+        exact = sh - s0 > F(_SHIFT_SLACK)
         if d == 3 and not exact:  # the papers' tokens on S^2: one pass over the row
             a0, a1, a2 = qb[0], qb[1], qb[2]
             k0, k1, k2 = XT[t, 0], XT[t, 1], XT[t, 2]
@@ -142,7 +175,7 @@ if HAVE_NUMBA:
                 row[j] = a0 * k0[j] + a1 * k1[j] + a2 * k2[j] - sh
             return sh
         for j in range(m):
-            row[j] = np.float32(0.0)
+            row[j] = F(0.0)
         for c in range(d):
             qc = qb[c]
             kc = XT[t, c]
@@ -161,6 +194,7 @@ if HAVE_NUMBA:
     def _block(X, A, XT, VXT, knorm, beta, softmax, project, t, i0, i1, S, bits, qb, out, shift):  # pragma: no cover - compiled
         """Rows i0..i1-1 of trial t into out[t, i] (softmax: the field; usa: sum_j e^{s_ij - shift_i} v_j),
         projected on the tangent space at x_i if ``project``."""
+        F = X.dtype.type
         m = XT.shape[2]
         e = VXT.shape[1]
         rows = i1 - i0
@@ -171,11 +205,11 @@ if HAVE_NUMBA:
         for r in range(rows):
             i = i0 + r
             w = S[r * m : (r + 1) * m]
-            den = np.float32(0.0)
+            den = F(0.0)
             if e == 3:
-                f0 = np.float32(0.0)
-                f1 = np.float32(0.0)
-                f2 = np.float32(0.0)
+                f0 = F(0.0)
+                f1 = F(0.0)
+                f2 = F(0.0)
                 v0, v1, v2 = VXT[t, 0], VXT[t, 1], VXT[t, 2]
                 for j in range(m):
                     den += w[j]
@@ -188,7 +222,7 @@ if HAVE_NUMBA:
                     den += w[j]
                 for c in range(e):
                     vc = VXT[t, c]
-                    acc = np.float32(0.0)
+                    acc = F(0.0)
                     for j in range(m):
                         acc += w[j] * vc[j]
                     f[c] = acc
@@ -196,7 +230,7 @@ if HAVE_NUMBA:
                 for c in range(e):
                     f[c] /= den
             if project:
-                p = np.float32(0.0)
+                p = F(0.0)
                 for c in range(e):
                     p += f[c] * X[t, i, c]
                 for c in range(e):
@@ -205,33 +239,38 @@ if HAVE_NUMBA:
                 out[t, i, c] = f[c]
 
     @numba.njit(cache=True, parallel=True)
-    def _field_all(X, A, XT, VXT, knorm, beta, softmax, project, items, rows_max, chunks, out, shift):  # pragma: no cover - compiled
+    def _field_all(X, A, XT, VXT, knorm, beta, softmax, project, items, rows_max, chunks, out, shift, bits_like):  # pragma: no cover - compiled
         """Every work item (t, i0, i1) of ``items``, in ``chunks`` parallel groups, each with its own scratch."""
         m = XT.shape[2]
         W = items.shape[0]
         for c in prange(chunks):
-            S = np.empty(rows_max * m, dtype=np.float32)
-            bits = np.empty(rows_max * m, dtype=np.int32)
-            qb = np.empty(max(X.shape[2], 3), dtype=np.float32)
+            S = np.empty(rows_max * m, dtype=X.dtype)
+            bits = np.empty(rows_max * m, dtype=bits_like.dtype)  # int32 for float32, int64 for float64
+            qb = np.empty(max(X.shape[2], 3), dtype=X.dtype)
             for w in range(W * c // chunks, W * (c + 1) // chunks):  # contiguous shares: equal work
                 _block(X, A, XT, VXT, knorm, beta, softmax, project, items[w, 0], items[w, 1], items[w, 2], S, bits, qb, out, shift)
 
 
 def exp_nonpositive(x: np.ndarray) -> np.ndarray:
-    """The kernel's exponential on a float32 array of values <= 0 (for tests and inspection).
+    """The kernel's exponential on a float32 or float64 array of values <= 0 (for tests and inspection);
+    other inputs are taken as float32.
 
     Examples
     --------
     >>> y = exp_nonpositive(np.array([0.0, -1.0, -50.0], dtype=np.float32))
     >>> bool(np.allclose(y, np.exp([0.0, -1.0, -50.0]), rtol=3e-7, atol=0))
     True
+    >>> y = exp_nonpositive(np.array([0.0, -1.0, -500.0]))
+    >>> y.dtype.name, bool(np.allclose(y, np.exp([0.0, -1.0, -500.0]), rtol=5e-16, atol=0))
+    ('float64', True)
     """
     if not HAVE_NUMBA:
         raise ImportError("the fused kernel needs numba (pip install numba)")
-    S = np.array(x, dtype=np.float32).ravel()
+    dtype = np.float64 if np.asarray(x).dtype == np.float64 else np.float32
+    S = np.array(x, dtype=dtype).ravel()
     if (S > 0).any():
         raise ValueError("x must be <= 0")
-    _exp_nonpositive(S, np.empty(S.size, dtype=np.int32), S.size)
+    _exp_nonpositive(S, np.empty(S.size, dtype=_BITS[S.dtype]), S.size)
     return S.reshape(np.shape(x))
 
 
@@ -242,11 +281,12 @@ def _norm_bound(M: np.ndarray) -> float:
 
 
 def range_problem(X: np.ndarray, key_norm: float, A: np.ndarray, V: np.ndarray, beta: float, m: int) -> str | None:
-    r"""Why the fused float32 kernel would overflow on these inputs (a message saying what to do), or None.
+    r"""Why the fused kernel would overflow on these inputs in X's precision (a message saying what to do), or None.
 
-    X: (T, n, d) the tokens (read only when ``key_norm`` is not finite, to say why). With
-    :math:`K = \max_j |x_j|` (``key_norm``, inf when a token or its squared norm is not finite) and :math:`a, v` the
-    bounds of :func:`_norm_bound` for A and V, the kernel's intermediates are bounded by
+    X: (T, n, d) the tokens, float32 or float64 (read for their values only when ``key_norm`` is not
+    finite, to say why). With :math:`K = \max_j |x_j|` (``key_norm``, inf when a token or its squared
+    norm is not finite) and :math:`a, v` the bounds of :func:`_norm_bound` for A and V, the kernel's
+    intermediates are bounded by
 
     .. math::
 
@@ -254,7 +294,8 @@ def range_problem(X: np.ndarray, key_norm: float, A: np.ndarray, V: np.ndarray, 
         |\beta A x_i|^2 \le (\beta a K)^2, \qquad
         \Big|\sum_j w_{ij} V x_j\Big| \le m\, v K \ (w_{ij} \le 1),
 
-    each of which must stay below a quarter of the largest float32 (3.4e38).
+    each of which must stay below a quarter of the precision's largest number (3.4e38 in float32,
+    1.8e308 in float64).
 
     Examples
     --------
@@ -264,26 +305,33 @@ def range_problem(X: np.ndarray, key_norm: float, A: np.ndarray, V: np.ndarray, 
     True
     >>> range_problem(X, 1e20, none, none, 1.0, 80)[:44]
     'the fused attention field overflows float32:'
+    >>> range_problem(X.astype(np.float64), 1e20, none, none, 1.0, 80) is None  # float64 holds 1e40
+    True
     >>> range_problem(X * 1e-30, 1.8e-30, none, none, 1e39, 80)[:64]  # tiny scores, but beta itself is no float32
     'the fused attention field cannot be computed: beta = 1e+39 does '
     """
-    if not beta <= _FLOAT32_MAX:  # the kernel takes beta as a float32: cast, it would be inf (inf * 0 = NaN in the scores)
-        return (f"the fused attention field cannot be computed: beta = {beta:g} does not fit float32 (largest "
-                f"{_FLOAT32_MAX:.3g}): use float64 tokens (x0.double()) or a smaller beta")
+    name = np.dtype(X.dtype).name
+    largest = float(np.finfo(X.dtype).max)
+    bound = largest / 4  # room for the shift's subtraction
+    wider = "use float64 tokens (x0.double()), " if name == "float32" else ""
+    if not beta <= largest:  # the kernel takes beta in X's precision: cast, it would be inf (inf * 0 = NaN in the scores)
+        return (f"the fused attention field cannot be computed: beta = {beta:g} does not fit {name} (largest "
+                f"{largest:.3g}): {wider}or a smaller beta")
     if not np.isfinite(key_norm):
-        what = ("a token's squared norm |x_j|^2 overflows float32 (largest 3.4e38)" if np.isfinite(X).all()
-                else "a token is not finite (it overflowed float32, largest 3.4e38, or is NaN)")
-        return (f"the fused attention field cannot be computed: {what}: use float64 tokens (x0.double(), "
-                "largest 1.8e308), smaller tokens, a shorter run or a smaller step")
+        what = (f"a token's squared norm |x_j|^2 overflows {name} (largest {largest:.2g})" if np.isfinite(X).all()
+                else f"a token is not finite (it overflowed {name}, largest {largest:.2g}, or is NaN)")
+        return (f"the fused attention field cannot be computed: {what}: "
+                + ("use float64 tokens (x0.double(), largest 1.8e308), " if wider else "use ")
+                + "smaller tokens, a shorter run or a smaller step")
     a, v = _norm_bound(A), _norm_bound(V)
     scores = beta * a * key_norm * key_norm
     query = beta * a * key_norm
     sums = m * v * key_norm
-    if scores <= _RANGE and query * query <= _RANGE and sums <= _RANGE:
+    if scores <= bound and query * query <= bound and sums <= bound:
         return None
-    return (f"the fused attention field overflows float32: scores beta <A x_i, x_j> up to {scores:.3g}, "
+    return (f"the fused attention field overflows {name}: scores beta <A x_i, x_j> up to {scores:.3g}, "
             f"|beta A x_i|^2 up to {query * query:.3g}, value sums up to {sums:.3g} (largest token norm {key_norm:.3g}, "
-            f"beta = {beta:g}; float32 holds {_RANGE:.3g} here): use float64 tokens (x0.double()), smaller "
+            f"beta = {beta:g}; {name} holds {bound:.3g} here): {wider}smaller "
             "tokens or a smaller beta (or scale of A, V)")
 
 
@@ -302,17 +350,19 @@ def _items(T: int, n: int, m: int) -> np.ndarray:
     return np.stack([np.repeat(np.arange(T, dtype=np.int64), starts.size), i0, np.minimum(i0 + rows, n)], axis=1)
 
 
-_NONE = np.zeros((0, 0, 0), dtype=np.float32)
+# The integer type whose bits build 2^k in the exponential, per precision.
+_BITS = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
 
 
 def fused_field(X: np.ndarray, A: np.ndarray | None, V: np.ndarray | None, beta: float, softmax: bool,
                 project: bool, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """The self-attention field of float32 tokens in one fused pass.
+    """The self-attention field of float32 or float64 tokens in one fused pass, in their precision.
 
     Parameters
     ----------
-    X : (T, n, d) float32 tokens (keys are the tokens, queries A x_i, values V x_j).
-    A, V : (d, d) or (T, d, d) float32, or None for the identity.
+    X : (T, n, d) float32 or float64 tokens (keys are the tokens, queries A x_i, values V x_j);
+        any other dtype is taken as float32.
+    A, V : (d, d) or (T, d, d), or None for the identity; cast to X's dtype.
     beta : float, > 0.
     softmax : bool, softmax weights; else usa (e^{s_ij} / n, see Returns).
     project : bool, project each token's field on the tangent space at x_i (F - <F, x_i> x_i).
@@ -320,14 +370,14 @@ def fused_field(X: np.ndarray, A: np.ndarray | None, V: np.ndarray | None, beta:
 
     Returns
     -------
-    out : (T, n, d) float32: softmax: the field; usa: the field times n e^{-shift_i}.
-    shift : (T, n, 1) float32, the per-row shift (>= max_j beta <A x_i, x_j>, up to rounding).
+    out : (T, n, d), X's dtype: softmax: the field; usa: the field times n e^{-shift_i}.
+    shift : (T, n, 1), X's dtype, the per-row shift (>= max_j beta <A x_i, x_j>, up to rounding).
 
     Raises
     ------
     FloatingPointError
-        A token is not finite, or the scores or sums could overflow float32 (:func:`range_problem`);
-        the message says what to do.
+        A token is not finite, or the scores or sums could overflow X's precision
+        (:func:`range_problem`); the message says what to do.
 
     Examples
     --------
@@ -335,16 +385,21 @@ def fused_field(X: np.ndarray, A: np.ndarray | None, V: np.ndarray | None, beta:
     >>> out, _ = fused_field(X, None, None, 1.0, True, False)
     >>> np.round(out[0].astype(np.float64), 4).tolist()
     [[0.7311, 0.2689], [0.2689, 0.7311]]
+    >>> out, _ = fused_field(np.eye(2)[None], None, None, 1.0, True, False)
+    >>> out.dtype.name, bool(abs(out[0, 0, 0] - 1 / (1 + np.exp(-1.0))) < 3e-16)
+    ('float64', True)
     """
     if not HAVE_NUMBA:
         raise ImportError("backend='fused' needs numba (pip install numba, or make venv)")
-    X = np.ascontiguousarray(X, dtype=np.float32)
+    dtype = np.float64 if np.asarray(X).dtype == np.float64 else np.float32
+    X = np.ascontiguousarray(X, dtype=dtype)
     T, n, d = X.shape
-    A = _NONE if A is None else np.ascontiguousarray(A, dtype=np.float32).reshape(-1, d, d)
-    V = _NONE if V is None else np.ascontiguousarray(V, dtype=np.float32).reshape(-1, d, d)
-    XT = np.empty((T, d, n), dtype=np.float32)
-    VXT = XT if V is _NONE else np.empty((T, d, n), dtype=np.float32)
-    knorm = np.empty(T, dtype=np.float32)
+    none = np.zeros((0, 0, 0), dtype=dtype)
+    A = none if A is None else np.ascontiguousarray(A, dtype=dtype).reshape(-1, d, d)
+    V = none if V is None else np.ascontiguousarray(V, dtype=dtype).reshape(-1, d, d)
+    XT = np.empty((T, d, n), dtype=dtype)
+    VXT = XT if V is none else np.empty((T, d, n), dtype=dtype)
+    knorm = np.empty(T, dtype=dtype)
     items = _items(T, n, n)
     rows_max = int(items[0, 2] - items[0, 1])
     chunks = max(1, min(int(threads), items.shape[0], numba.config.NUMBA_NUM_THREADS))
@@ -354,7 +409,8 @@ def fused_field(X: np.ndarray, A: np.ndarray | None, V: np.ndarray | None, beta:
     problem = range_problem(X, float(knorm.max()), A, V, float(beta), n)
     if problem is not None:
         raise FloatingPointError(problem)
-    out = np.empty((T, n, d), dtype=np.float32)
-    shift = np.empty((T, n, 1), dtype=np.float32)
-    _field_all(X, A, XT, VXT, knorm, np.float32(beta), softmax, project, items, rows_max, chunks, out, shift[..., 0])
+    out = np.empty((T, n, d), dtype=dtype)
+    shift = np.empty((T, n, 1), dtype=dtype)
+    _field_all(X, A, XT, VXT, knorm, dtype(beta), softmax, project, items, rows_max, chunks, out, shift[..., 0],
+               np.empty(0, dtype=_BITS[np.dtype(dtype)]))
     return out, shift

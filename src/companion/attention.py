@@ -152,25 +152,26 @@ def tangent_project(X: torch.Tensor, F: torch.Tensor) -> torch.Tensor:
 
 
 def _fused_refusal(X: torch.Tensor, A: torch.Tensor | None, V: torch.Tensor | None) -> str | None:
-    """Why the fused kernel cannot take these tensors (CPU float32, no autograd), or None if it can."""
+    """Why the fused kernel cannot take these tensors (CPU float32 or float64, one dtype, no autograd), or None if it can."""
     ps = [p for p in (A, V) if p is not None]
-    if X.device.type != "cpu" or X.dtype != torch.float32 or any(p.dtype != torch.float32 or p.device != X.device for p in ps):
-        return f"backend='fused' takes float32 tensors on the CPU, got X {X.dtype} on {X.device}; use 'auto'"
+    if X.device.type != "cpu" or X.dtype not in _FUSED_DTYPES or any(p.dtype != X.dtype or p.device != X.device for p in ps):
+        got = ", ".join(f"{k} {t.dtype} on {t.device}" for k, t in (("X", X), ("A", A), ("V", V)) if t is not None)
+        return f"backend='fused' takes float32 or float64 tensors of one dtype on the CPU, got {got}; use 'auto'"
     if _needs_grad(X, *ps):
         return "backend='fused' does not support autograd; use 'dense' or 'blocked'"
     return None
 
 
 def _fused_applies(X: torch.Tensor, A: torch.Tensor | None, V: torch.Tensor | None) -> bool:
-    """Whether "auto" takes the fused kernel: it can (:func:`_fused_refusal`), numba is installed, d <= _FUSED_MAX_D.
+    """Whether "auto" takes the fused kernel: it can (:func:`_fused_refusal`), numba is installed, d <= _FUSED_MAX_D[dtype].
 
     Its scores are scalar loops over d, so torch's GEMMs win in higher dimension (see _FUSED_MAX_D)."""
-    return _fused.HAVE_NUMBA and X.shape[-1] <= _FUSED_MAX_D and _fused_refusal(X, A, V) is None
+    return _fused.HAVE_NUMBA and X.shape[-1] <= _FUSED_MAX_D.get(X.dtype, 0) and _fused_refusal(X, A, V) is None
 
 
 def _fused_field(X: torch.Tensor, A: torch.Tensor | None, V: torch.Tensor | None, beta: float, normalization: str,
                  project: bool) -> torch.Tensor | None:
-    """backend="fused": :func:`companion._fused.fused_field` on CPU float32 tensors, no autograd.
+    """backend="fused": :func:`companion._fused.fused_field` on CPU float32 or float64 tensors, no autograd.
 
     None for a usa field whose rescaling by the kernel's shift (an upper bound of the row maximum)
     would overflow: the caller then takes the exact row maximum (and raises if that overflows too)."""
@@ -187,11 +188,16 @@ def _fused_field(X: torch.Tensor, A: torch.Tensor | None, V: torch.Tensor | None
     return None if log_scale is None else out * torch.exp(log_scale)
 
 
+_FUSED_DTYPES = (torch.float32, torch.float64)
 _SDPA_FUSED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-# Measured on the 2-core development machine (2026-11-30): at d = 16 torch's GEMMs beat the fused kernel
-# (0.86 against 1.35 ms for one trial of 1000 tokens); at d <= 8 the kernel wins, 1.7-5x over the shapes
-# measured (bench/ensemble.py times the d = 3 ensemble; bench/results/cpu-2026-11-30).
-_FUSED_MAX_D = 8
+# Up to which dimension "auto" takes the fused kernel, per dtype. float32, measured on the 2-core
+# development machine (2026-11-30): at d = 16 torch's GEMMs beat the kernel (0.86 against 1.35 ms for
+# one trial of 1000 tokens); at d <= 8 the kernel wins, 1.7-5x over the shapes measured (bench/ensemble.py
+# times the d = 3 ensemble; bench/results/cpu-2026-11-30). float64 (2026-12-02, 2 threads, against the
+# faster of torch's dense and blocked paths): the kernel wins 1.2-3.4x at d = 3 to 24 (16 x 1000 tokens
+# at d = 16: 18.5 against 40.1 ms; 337 x 256 at d = 12: 27.7 against 45.7 ms), and loses at d = 32 for
+# one trial of 4000 tokens (64.7 against 39.8 ms) and at d = 64 (bench/results/cpu-2026-12-02).
+_FUSED_MAX_D = {torch.float32: 8, torch.float64: 16}
 
 
 def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: float, causal: bool = False) -> torch.Tensor:
@@ -417,12 +423,13 @@ def field_unchecked(
     ``causal``: token i attends to tokens j <= i only (see :func:`attend`; the fused kernel has no
     mask, so ``"auto"`` then takes the torch path and ``"fused"`` is refused).
 
-    Besides :func:`attend`'s backends, ``backend="fused"`` (CPU, float32, numba; no autograd) computes
-    the queries A x_i, the scores, their exponentials, the weighted sums of V x_j and the projection
-    in one kernel over cache-sized blocks of rows (:mod:`companion._fused`); ``"auto"`` takes it on
-    the CPU for float32 tokens in dimension <= 8 when numba is installed and nothing needs a gradient.
-    Results agree with the other backends to float32 rounding (not bitwise: the kernel sums in
-    another order and computes its own exponential, within 1.1e-7 relative of exp).
+    Besides :func:`attend`'s backends, ``backend="fused"`` (CPU, float32 or float64, numba; no autograd)
+    computes the queries A x_i, the scores, their exponentials, the weighted sums of V x_j and the
+    projection in one kernel over cache-sized blocks of rows (:mod:`companion._fused`), memory O(trials n d);
+    ``"auto"`` takes it on the CPU for float32 tokens in dimension <= 8 and float64 ones in dimension
+    <= 16 when numba is installed and nothing needs a gradient. Results agree with the other backends to
+    rounding (not bitwise: the kernel sums in another order and computes its own exponential, within
+    1.1e-7 relative of exp in float32 and one unit in the last place, 2.2e-16, in float64).
 
     Examples
     --------
