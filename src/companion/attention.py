@@ -193,10 +193,9 @@ _SDPA_FUSED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # Up to which dimension "auto" takes the fused kernel, per dtype. float32, measured on the 2-core
 # development machine (2026-11-30): at d = 16 torch's GEMMs beat the kernel (0.86 against 1.35 ms for
 # one trial of 1000 tokens); at d <= 8 the kernel wins, 1.7-5x over the shapes measured (bench/ensemble.py
-# times the d = 3 ensemble; bench/results/cpu-2026-11-30). float64 (2026-12-02, 2 threads, against the
-# faster of torch's dense and blocked paths): the kernel wins 1.2-3.4x at d = 3 to 24 (16 x 1000 tokens
-# at d = 16: 18.5 against 40.1 ms; 337 x 256 at d = 12: 27.7 against 45.7 ms), and loses at d = 32 for
-# one trial of 4000 tokens (64.7 against 39.8 ms) and at d = 64 (bench/results/cpu-2026-12-02).
+# times the d = 3 ensemble; bench/results/cpu-2026-11-30). float64: bench/fused64.py against the faster
+# of torch's dense and blocked paths (bench/results/cpu-2026-12-02/fused64.log): the kernel wins at
+# d = 3 to 24 and loses at d = 32 and 64; 16 leaves a margin.
 _FUSED_MAX_D = {torch.float32: 8, torch.float64: 16}
 
 
