@@ -22,8 +22,8 @@ Two choices make the exponential loop vectorise (numba has no vector exp of its 
 
 Every function works in the tokens' precision (``X.dtype.type`` for each constant, numba compiles one
 version per dtype). float64 runs the same loops: it avoids torch's (trials, n, n) score arrays too, so
-its memory is O(trials n d) and it is 1.2-3.4x faster than torch's float64 path up to d = 24 (measured
-in :mod:`companion.attention`, which says where "auto" takes it).
+its memory is O(trials n d) and it is faster than torch's float64 path up to d = 24 (bench/fused64.py;
+:mod:`companion.attention` says where "auto" takes it).
 """
 from __future__ import annotations
 
