@@ -21,7 +21,7 @@ diffrax is run only where jax is importable (it is not in this venv: skipped, an
 
 Install the peers first (the ``bench`` extra of pyproject.toml; --no-deps keeps the installed CPU torch):
        .venv/bin/python -m pip install --no-deps torchdiffeq==0.2.5 torchode==1.0.1 torchtyping==0.1.5 typeguard==2.13.3
-Usage: python bench/peers.py [--quick] [--threads T] [--rounds R] [--out DIR --name FILE] [--dtypes ...] [--max-rtol R]
+Usage: python bench/peers.py [--quick] [--default-allocator] [--threads T] [--rounds R] [--out DIR --name FILE] [--dtypes ...] [--max-rtol R]
        (--quick: 40 trials; --out: write the JSON there, atomically; --help for the rest)
 """
 from __future__ import annotations
@@ -224,8 +224,14 @@ def main() -> None:
     ap.add_argument("--max-rtol", type=float, default=1e-2, help="loosest tolerance of the sweep (a float64 run for the "
                                                                  "1e-6 goal alone can start at 1e-4: looser ones all miss it)")
     ap.add_argument("--stop64", type=float, default=1e-8, help="float64 sweeps stop at this error (figure: 1e-8)")
+    ap.add_argument("--default-allocator", action="store_true", help="leave glibc's allocator as it is (by default "
+                    "tune_allocator is applied: process-wide, so the peers' torch fields reuse freed memory too)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if not args.default_allocator:
+        from companion.perf import tune_allocator
+
+        print(f"allocator tuned for every solver alike (companion.perf.tune_allocator): {tune_allocator()}")
     try:
         import jax  # noqa: F401
 
