@@ -429,8 +429,13 @@ def test_circle_model_runs_the_grid_and_stays_close_to_powers():
 
 @needs_numba
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no os.fork on this platform")
+def _forked_grid(t, c):
+    return G._FORKED, G.grid_field(t, c, None, 1.0, 2)
+
+
 def test_grid_threads_work_in_a_forked_child(monkeypatch):
-    # the pool is made in the parent; a forked child must not send work to the parent's dead threads
+    # the parent starts numba's OpenMP team; GNU OpenMP aborts a forked child that starts it again, so
+    # the child runs the same work items on its own thread: the same sums, the same field
     import multiprocessing as mp
 
     monkeypatch.setattr(G, "_MIN_PER_THREAD", 64)
@@ -439,5 +444,8 @@ def test_grid_threads_work_in_a_forked_child(monkeypatch):
     parent = G.grid_field(t, c, None, 1.0, threads=2)
     ctx = mp.get_context("fork")
     with ctx.Pool(1) as pool:
-        child = pool.apply_async(G.grid_field, (t, c, None, 1.0, 2)).get(timeout=60)
+        forked, child = pool.apply_async(_forked_grid, (t, c)).get(timeout=60)
+    assert forked and not G._FORKED
     assert np.array_equal(parent, child)
+    items = G._items(G._parts(1, 4000, 2), True)
+    assert len(items) == 2 and not G._serial(items)  # the parent runs them in parallel

@@ -24,16 +24,19 @@ The two passes over the tokens (scatter and gather) are the cost, ~20 scalar ins
 each (no SIMD: every token adds to its own table row): the kernels are compiled for each P with the
 loops over p unrolled (:func:`_kernels`).
 
-Work is split over threads (nogil kernels) by trials, or by tokens of one trial with a table per
-thread; sums then run in another order than on one thread, so results agree to rounding, not bitwise.
+Work is split over threads by trials, or by tokens of one trial with a table per thread; sums then
+run in another order than on one thread, so results agree to rounding, not bitwise. The threads are
+numba's (``prange``, its default threading layer: GNU OpenMP here): their teams stay hot between the
+two passes, and 1000 Euler steps at N = 1e6 took 0.6 times as long as with a Python thread pool
+(bench/results/README.md). GNU OpenMP cannot run in a process forked after it started, so a
+forked child runs the same work items one after another on its own thread (the same sums, the same
+result).
 """
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 import math
 import os
-import threading
 
 import numpy as np
 
@@ -47,7 +50,7 @@ except ImportError:  # pragma: no cover - exercised through a monkeypatched flag
 
 __all__ = ["HAVE_NUMBA", "grid_size", "taylor_bound", "weighted_bound", "grid_field"]
 
-# Below this many tokens in all, one thread (a thread pool round trip costs ~50 us).
+# Below this many tokens in all, one thread (starting a parallel region costs some 10 us).
 _MIN_PER_THREAD = 1 << 15
 _BOUND = 1e-17
 
@@ -180,26 +183,37 @@ def _make_kernels(P: int):
 
 @functools.lru_cache(maxsize=None)
 def _kernels(P: int):
-    """(scatter, gather) for P terms, made once per process and P (machine code cached by numba on disk)."""
+    """(scatter, gather, scatter over work items, gather over work items) for P terms, made once per
+    process and P (machine code cached by numba on disk)."""
     if not HAVE_NUMBA:
         raise ImportError("the grid algorithm needs numba (pip install numba); use backend='powers'")
-    return _make_kernels(P)
+    scatter, gather = _make_kernels(P)
+
+    @numba.njit(cache=True, parallel=True)
+    def scatter_items(t, items, M, G):  # pragma: no cover - compiled; tested through grid_field
+        """Each work item (t0, t1, j0, j1, s) of ``items`` in parallel, into its table G[s]: (tables, trials, M P)."""
+        for w in numba.prange(items.shape[0]):
+            scatter(t, items[w, 0], items[w, 1], items[w, 2], items[w, 3], M, G[items[w, 4]])
+
+    @numba.njit(cache=True, parallel=True)
+    def gather_items(t, items, M, H, D, out, scale):  # pragma: no cover - compiled
+        """Each work item (t0, t1, j0, j1, s) of ``items`` in parallel (tokens or trials apart: no two write one entry)."""
+        for w in numba.prange(items.shape[0]):
+            gather(t, items[w, 0], items[w, 1], items[w, 2], items[w, 3], M, H, D, out, scale)
+
+    return scatter, gather, scatter_items, gather_items
 
 
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
-_pool_pid = 0
-_pool_lock = threading.Lock()
+_FORKED = False  # set in a child forked from this process: GNU OpenMP's threads do not survive a fork
 
 
-def _executor(threads: int) -> concurrent.futures.ThreadPoolExecutor:
-    """A process-wide pool of at least ``threads`` workers; a new one after a fork (the child
-    inherits the pool object but not its threads, and tasks sent to it would never run)."""
-    global _pool, _pool_pid
-    with _pool_lock:
-        if _pool is None or _pool._max_workers < threads or _pool_pid != os.getpid():
-            _pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="companion-grid")
-            _pool_pid = os.getpid()
-        return _pool
+def _after_fork() -> None:
+    global _FORKED
+    _FORKED = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def _parts(T: int, n: int, threads: int) -> list[tuple[int, int, int, int]]:
@@ -214,12 +228,20 @@ def _parts(T: int, n: int, threads: int) -> list[tuple[int, int, int, int]]:
     return [(0, T, int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
 
 
-def _run(fn, parts, threads: int) -> None:
-    if len(parts) == 1:
-        fn(*parts[0])
-        return
-    for f in [_executor(threads).submit(fn, *p) for p in parts]:
-        f.result()
+def _items(parts: list[tuple[int, int, int, int]], split: bool) -> np.ndarray:
+    """Work items (t0, t1, j0, j1, s): (W, 5) int64, s the table a scatter writes (its own when tokens are split)."""
+    return np.array([p + ((i if split else 0),) for i, p in enumerate(parts)], dtype=np.int64).reshape(-1, 5)
+
+
+def _serial(items: np.ndarray) -> bool:
+    """Whether to run the work items one after another: there is one, or the process was forked (OpenMP's
+    team would abort it). Otherwise numba gets one thread per item (at most its NUMBA_NUM_THREADS)."""
+    if len(items) == 1 or _FORKED:
+        return True
+    threads = min(len(items), numba.config.NUMBA_NUM_THREADS)
+    if numba.get_num_threads() != threads:
+        numba.set_num_threads(threads)
+    return False
 
 
 @functools.lru_cache(maxsize=64)
@@ -263,15 +285,17 @@ def _split_tokens(parts: list, T: int) -> bool:
     return len(parts) > 1 and parts[0][1] - parts[0][0] == T
 
 
-def _scatter_all(scatter, t: np.ndarray, M: int, P: int, parts: list, threads: int) -> np.ndarray:
+def _scatter_all(kern, t: np.ndarray, M: int, P: int, parts: list) -> np.ndarray:
     """The delta-power tables G: (trials, M P) of angles t: (trials, n), a table per thread when tokens are split."""
     T = t.shape[0]
     split = _split_tokens(parts, T)
     G = np.zeros((len(parts) if split else 1, T, M * P))
-    if split:
-        _run(lambda t0, t1, j0, j1, s: scatter(t, t0, t1, j0, j1, M, G[s]), [p + (i,) for i, p in enumerate(parts)], threads)
+    items = _items(parts, split)
+    if _serial(items):
+        for t0, t1, j0, j1, s in items.tolist():
+            kern[0](t, t0, t1, j0, j1, M, G[s])
     else:
-        _run(lambda t0, t1, j0, j1: scatter(t, t0, t1, j0, j1, M, G[0]), parts, threads)
+        kern[2](t, items, M, G)
     return G.sum(0) if split else G[0]
 
 
@@ -324,8 +348,13 @@ def grid_field(t: np.ndarray, num_c: np.ndarray, den_c: np.ndarray | None, scale
     T, n = t.shape
     M, P, kern = _plan(num_c, den_c)
     parts = _parts(T, n, threads)
-    H, D = _evaluation_tables(_scatter_all(kern[0], t, M, P, parts, threads), n, num_c, den_c, M, P)
+    H, D = _evaluation_tables(_scatter_all(kern, t, M, P, parts), n, num_c, den_c, M, P)
     out = np.empty((T, n))
-    _run(lambda t0, t1, j0, j1: kern[1](t, t0, t1, j0, j1, M, H, D, out, float(scale)), parts, threads)
+    items = _items(parts, False)
+    if _serial(items):
+        for t0, t1, j0, j1, _ in items.tolist():
+            kern[1](t, t0, t1, j0, j1, M, H, D, out, float(scale))
+    else:
+        kern[3](t, items, M, H, D, out, float(scale))
     return out
 
