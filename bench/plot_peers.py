@@ -1,10 +1,11 @@
-"""Draw the work-precision figure from a stored ``bench/peers.py`` JSON (issue 32, item 2).
+"""Draw the work-precision figure from stored ``bench/peers.py`` JSONs (issue 32, item 2).
 
 Left: maximum final error over all trials against field evaluations; right: against wall time (one
-run each, on the machine and load the JSON records). float64 solid, float32 dashed; the package's
-solvers in colour, the peers in grey tones.
+run each, on the machine and load the JSONs record). float64 solid, float32 dashed; the package's
+solvers in colour, the peers in grey tones. Several JSONs of one problem (say a float32 run and a
+float64 run) are drawn together; two holding the same sweep, or different problems, are refused.
 
-Usage: python bench/plot_peers.py JSON PNG
+Usage: python bench/plot_peers.py JSON [JSON ...] PNG
 """
 from __future__ import annotations
 
@@ -27,6 +28,21 @@ def load(path: Path) -> dict:
         if " | " not in key or not rows or not all({"rtol", "error", "evaluations", "seconds"} <= set(r) for r in rows):
             raise ValueError(f"{path}: sweep {key!r} is malformed")
     return data
+
+
+def merge(runs: list[dict]) -> dict:
+    """One figure's data from runs of one problem: their sweeps together, the highest load any recorded."""
+    first = runs[0]
+    sweeps: dict = {}
+    for data in runs:
+        if data["problem"] != first["problem"]:
+            raise ValueError(f"runs of different problems: {first['problem']} and {data['problem']}")
+        twice = set(sweeps) & set(data["sweeps"])
+        if twice:
+            raise ValueError(f"sweeps {sorted(twice)} are in more than one run")
+        sweeps.update(data["sweeps"])
+    load = [max(d["load_start"][0] for d in runs)] + list(first["load_start"][1:])
+    return dict(first, sweeps=sweeps, load_start=load)
 
 
 def draw(data: dict, png: Path) -> None:
@@ -54,7 +70,7 @@ def draw(data: dict, png: Path) -> None:
         ax.tick_params(labelsize=10)
     axes[0].set_title(f"{p['trials']} trials x {p['n']} tokens on $S^2$, T = {p['T']:g}", fontsize=10)
     load = data["load_start"][0]
-    axes[1].set_title(f"{p['threads']} threads, load average {load:.0f} (shared machine)", fontsize=10)
+    axes[1].set_title(f"{p['threads']} threads, load average {load:.1f} at the start", fontsize=10)
     fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.2, 1, 1))
     fd, tmp = tempfile.mkstemp(dir=png.parent, prefix=png.name, suffix=".tmp.png")
@@ -64,10 +80,10 @@ def draw(data: dict, png: Path) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) != 3:
-        raise SystemExit("usage: python bench/plot_peers.py JSON PNG")
-    draw(load(Path(sys.argv[1])), Path(sys.argv[2]))
-    print(f"wrote {sys.argv[2]}")
+    if len(sys.argv) < 3:
+        raise SystemExit("usage: python bench/plot_peers.py JSON [JSON ...] PNG")
+    draw(merge([load(Path(a)) for a in sys.argv[1:-1]]), Path(sys.argv[-1]))
+    print(f"wrote {sys.argv[-1]}")
 
 
 if __name__ == "__main__":
