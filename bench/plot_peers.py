@@ -41,8 +41,7 @@ def merge(runs: list[dict]) -> dict:
         if twice:
             raise ValueError(f"sweeps {sorted(twice)} are in more than one run")
         sweeps.update(data["sweeps"])
-    load = [max(d["load_start"][0] for d in runs)] + list(first["load_start"][1:])
-    return dict(first, sweeps=sweeps, load_start=load)
+    return dict(first, sweeps=sweeps, load_start=max((d["load_start"] for d in runs), key=lambda a: a[0]))
 
 
 def draw(data: dict, png: Path) -> None:

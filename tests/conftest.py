@@ -35,6 +35,18 @@ def gpu_experiments():
 
 
 @pytest.fixture(scope="session")
+def plot_peers():
+    """bench/plot_peers.py as a module (the work-precision figure)."""
+    return load_script("bench/plot_peers.py", "bench_plot_peers")
+
+
+@pytest.fixture(scope="session")
+def full_profiles():
+    """bench/full_profiles.py as a module (the full profiles re-timed alone)."""
+    return load_script("bench/full_profiles.py", "bench_full_profiles")
+
+
+@pytest.fixture(scope="session")
 def book_ext():
     """book/_ext/companion_book.py (the Sphinx hooks) as a module."""
     return load_script("book/_ext/companion_book.py", "companion_book_ext")

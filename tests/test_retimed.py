@@ -2,20 +2,12 @@
 and every part is a real rerun that agreed with the stored result."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from companion import pages
 from companion.registry import registry
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("full_profiles", ROOT / "bench" / "full_profiles.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_readme_quotes_each_whole_chapter_re_timed():
@@ -41,8 +33,8 @@ def test_every_rerun_succeeded_and_kept_its_verdicts():
         assert t["wall_s"] > 0 and t["cpu_s"] > 0
 
 
-def test_rerun_differences_sees_a_changed_verdict_and_number():
-    diff = _bench().rerun_differences
+def test_rerun_differences_sees_a_changed_verdict_and_number(full_profiles):
+    diff = full_profiles.rerun_differences
     a = [{"id": "x", "status": "reproduced", "measured": 1.0}]
     assert diff(a, a) == {"rows": 1, "same_verdict": 1, "max_rel_diff": 0.0, "changed": []}
     d = diff(a, [{"id": "x", "status": "partly", "measured": 0.5}])
