@@ -108,12 +108,38 @@ def keep(scratch: Path, results: Path | None = None) -> list[Path]:
         return store_packed(pack_results(scratch, Path(packs)), results)
 
 
+def earlier_parts(scratch: Path, name: str) -> dict:
+    """What interrupted reruns of ``name`` left in ``scratch``: how many parts, their own wall and
+    CPU times summed, and the highest one-minute load average an earlier child started under
+    (``starts.json``, written before each child starts; a part records no load of its own)."""
+    metas = [json.loads(p.read_text()) for p in sorted((scratch / name / "parts").glob("*.json"))]
+    starts = json.loads((scratch / "starts.json").read_text()) if (scratch / "starts.json").exists() else []
+    return {"earlier_parts": len(metas),
+            "earlier_parts_wall_s": round(sum(float(m.get("wall_time_s") or 0.0) for m in metas), 1),
+            "earlier_parts_cpu_s": round(sum(float(m.get("cpu_time_s") or 0.0) for m in metas), 1),
+            "earlier_load": max((s["load"][0] for s in starts), default=None)}
+
+
 def measure(name: str, out: Path, store: bool = False) -> dict:
     """Re-run ``name`` alone, compare with the stored result, write the part ``out/<name>.json``;
-    with ``store``, a successful rerun replaces the stored result."""
-    scratch = Path(tempfile.mkdtemp(prefix="full-profiles-"))
+    with ``store``, a successful rerun replaces the stored result.
+
+    The rerun writes into ``out/scratch/<name>``, removed once it succeeds. An experiment stored in
+    resumable parts (the LLM training runs, hours on 2 cores) that was killed leaves its finished
+    parts there, and the next call resumes from them: its ``wall_s`` is then this child's wall time
+    plus the earlier parts' own (``earlier_parts``, ``earlier_parts_wall_s``, ``earlier_parts_cpu_s``, ``earlier_load``;
+    the earlier children's start-up is left out)."""
+    scratch = out / "scratch" / name
+    scratch.mkdir(parents=True, exist_ok=True)
+    earlier = earlier_parts(scratch, name)
+    starts = json.loads((scratch / "starts.json").read_text()) if (scratch / "starts.json").exists() else []
+    starts.append({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "load": list(os.getloadavg()[:2])})
+    atomic_write_text(scratch / "starts.json", json.dumps(starts, indent=1) + "\n")
+    part = {"experiment": name, "chapter": registry()[name].chapter, **run_alone(name, scratch)}
+    if earlier["earlier_parts"]:
+        part.update(earlier, child_wall_s=part["wall_s"], wall_s=round(part["wall_s"] + earlier["earlier_parts_wall_s"], 1),
+                    cpu_s=round(part["cpu_s"] + earlier["earlier_parts_cpu_s"], 1))
     try:
-        part = {"experiment": name, "chapter": registry()[name].chapter, **run_alone(name, scratch)}
         stored = load_run(name, "full")
         fresh = load_from(scratch, name, "full") if part["rc"] == 0 else None
         if stored is not None:
@@ -127,7 +153,8 @@ def measure(name: str, out: Path, store: bool = False) -> dict:
         if store and fresh is not None:
             part["stored_now"] = [str(p) for p in keep(scratch)]
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if part["rc"] == 0:
+            shutil.rmtree(scratch, ignore_errors=True)
     part["provenance"] = provenance(threads=os.cpu_count())  # the machine is in provenance already
     part["cpu"] = cpu_kind()
     atomic_write_text(out / f"{name}.json", json.dumps(part, indent=1, sort_keys=True) + "\n")

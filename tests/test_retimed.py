@@ -39,3 +39,19 @@ def test_rerun_differences_sees_a_changed_verdict_and_number(full_profiles):
     assert diff(a, a) == {"rows": 1, "same_verdict": 1, "max_rel_diff": 0.0, "changed": []}
     d = diff(a, [{"id": "x", "status": "partly", "measured": 0.5}])
     assert d["same_verdict"] == 0 and d["max_rel_diff"] == 0.5 and d["changed"] == ["x: reproduced -> partly"]
+
+
+def test_earlier_parts_adds_what_an_interrupted_rerun_left(full_profiles, tmp_path):
+    import json
+
+    scratch = tmp_path / "llm-training"
+    assert full_profiles.earlier_parts(scratch, "llm-training") == {
+        "earlier_parts": 0, "earlier_parts_wall_s": 0.0, "earlier_parts_cpu_s": 0.0, "earlier_load": None}
+    parts = scratch / "llm-training" / "parts"
+    parts.mkdir(parents=True)
+    for i, (wall, cpu) in enumerate([(400.0, 700.0), (410.5, 720.0)]):
+        (parts / f"r{i}-s0.json").write_text(json.dumps({"wall_time_s": wall, "cpu_time_s": cpu}))
+    (parts / "r0-s0.npz").write_bytes(b"")  # arrays are not read
+    (scratch / "starts.json").write_text(json.dumps([{"at": "t0", "load": [0.2, 0.5]}, {"at": "t1", "load": [1.9, 1.0]}]))
+    assert full_profiles.earlier_parts(scratch, "llm-training") == {
+        "earlier_parts": 2, "earlier_parts_wall_s": 810.5, "earlier_parts_cpu_s": 1420.0, "earlier_load": 1.9}
