@@ -108,16 +108,21 @@ def keep(scratch: Path, results: Path | None = None) -> list[Path]:
         return store_packed(pack_results(scratch, Path(packs)), results)
 
 
+def starts(scratch: Path) -> list[dict]:
+    """The starts of earlier children in ``scratch`` (``starts.json``: time and load average each)."""
+    path = scratch / "starts.json"
+    return json.loads(path.read_text()) if path.exists() else []
+
+
 def earlier_parts(scratch: Path, name: str) -> dict:
     """What interrupted reruns of ``name`` left in ``scratch``: how many parts, their own wall and
     CPU times summed, and the highest one-minute load average an earlier child started under
-    (``starts.json``, written before each child starts; a part records no load of its own)."""
+    (:func:`starts`, written before each child starts; a part records no load of its own)."""
     metas = [json.loads(p.read_text()) for p in sorted((scratch / name / "parts").glob("*.json"))]
-    starts = json.loads((scratch / "starts.json").read_text()) if (scratch / "starts.json").exists() else []
     return {"earlier_parts": len(metas),
             "earlier_parts_wall_s": round(sum(float(m.get("wall_time_s") or 0.0) for m in metas), 1),
             "earlier_parts_cpu_s": round(sum(float(m.get("cpu_time_s") or 0.0) for m in metas), 1),
-            "earlier_load": max((s["load"][0] for s in starts), default=None)}
+            "earlier_load": max((s["load"][0] for s in starts(scratch)), default=None)}
 
 
 def measure(name: str, out: Path, store: bool = False) -> dict:
@@ -132,9 +137,8 @@ def measure(name: str, out: Path, store: bool = False) -> dict:
     scratch = out / "scratch" / name
     scratch.mkdir(parents=True, exist_ok=True)
     earlier = earlier_parts(scratch, name)
-    starts = json.loads((scratch / "starts.json").read_text()) if (scratch / "starts.json").exists() else []
-    starts.append({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "load": list(os.getloadavg()[:2])})
-    atomic_write_text(scratch / "starts.json", json.dumps(starts, indent=1) + "\n")
+    now = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "load": list(os.getloadavg()[:2])}
+    atomic_write_text(scratch / "starts.json", json.dumps(starts(scratch) + [now], indent=1) + "\n")
     part = {"experiment": name, "chapter": registry()[name].chapter, **run_alone(name, scratch)}
     if earlier["earlier_parts"]:
         part.update(earlier, child_wall_s=part["wall_s"], wall_s=round(part["wall_s"] + earlier["earlier_parts_wall_s"], 1),

@@ -50,15 +50,20 @@ def step_flops(cfg, batch: int, seq: int, rank: int, adapted: int) -> float:
     return float(2 * forward + 3 * lora)
 
 
+def _loss(model, ids):
+    """Mean next-token cross-entropy of ``ids`` (blocks, seq), as ``companion.llm.probes.train_lora`` takes it."""
+    import torch
+
+    logits = model(input_ids=ids, use_cache=False).logits[:, :-1]
+    return torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+
+
 def counted_flops(model, ids) -> float:
     """Floating-point operations of one forward and backward, as torch's counter sees them."""
-    import torch
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as counter:
-        logits = model(input_ids=ids, use_cache=False).logits[:, :-1]
-        loss = torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
-        loss.backward()
+        _loss(model, ids).backward()
     model.zero_grad(set_to_none=True)
     return float(counter.get_total_flops())
 
@@ -72,8 +77,7 @@ def time_step(model, ids, repeat: int) -> list[float]:
     times = []
     for k in range(repeat + 1):
         t0 = time.perf_counter()
-        logits = model(input_ids=ids, use_cache=False).logits[:, :-1]
-        loss = torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+        loss = _loss(model, ids)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
