@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from companion.provenance import atomic_write_text, provenance
+from companion.provenance import atomic_write_text, processor, provenance
 from companion.registry import registry
 from companion.store import load_from, load_run
 
@@ -79,24 +79,6 @@ def run_alone(name: str, scratch: Path) -> dict:
             "peak_rss_gb": round(usage.ru_maxrss / 2**20, 2),  # ru_maxrss is in KiB on Linux
             "load_before": [round(x, 2) for x in load_before[:2]], "load_after": [round(x, 2) for x in os.getloadavg()[:2]],
             "error": err.strip().splitlines()[-1] if rc and err.strip() else None}
-
-
-def cpu_kind() -> str:
-    """The processor's model name and the vector extension torch's kernels use ("AMD EPYC, AVX512"):
-    two machines of one kind can differ in both, and timings with them."""
-    import platform
-
-    import torch
-
-    name = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{name or 'unknown processor'}, {torch.backends.cpu.get_cpu_capability()}"
 
 
 def keep(scratch: Path, results: Path | None = None) -> list[Path]:
@@ -160,7 +142,7 @@ def measure(name: str, out: Path, store: bool = False) -> dict:
         if part["rc"] == 0:
             shutil.rmtree(scratch, ignore_errors=True)
     part["provenance"] = provenance(threads=os.cpu_count())  # the machine is in provenance already
-    part["cpu"] = cpu_kind()
+    part["cpu"] = processor()
     atomic_write_text(out / f"{name}.json", json.dumps(part, indent=1, sort_keys=True) + "\n")
     return part
 

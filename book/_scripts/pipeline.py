@@ -176,7 +176,7 @@ API_SECTIONS = (
     ("Theory: closed forms, one module per paper", ("theory",)),
     ("Experiments: the registry and one file per experiment", ("registry", "experiments")),
     ("Claims ledger, the papers' inventory, storage and printing", ("ledger", "inventory", "provenance", "store", "report")),
-    ("Running, sweeping, carrying and showing results", ("runner", "sweep", "transport", "pages")),
+    ("Running, sweeping, carrying, replicating and showing results", ("runner", "sweep", "transport", "pages", "replicate")),
     ("LLM probes", ("llm",)),
 )
 API_INTRO = """# API reference

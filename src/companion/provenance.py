@@ -143,9 +143,33 @@ def _jsonable(x: Any) -> Any:
     return repr(x)
 
 
+def processor() -> str:
+    """The processor's model name and the vector extension torch's CPU kernels use ("AMD EPYC, AVX512").
+
+    Two machines with the same platform string can differ in both: in their timings, and in the float32
+    rounding of a long computation (the LLM chapter's LoRA fine-tunes part after a few steps).
+
+    >>> import torch
+    >>> name, _, ext = processor().rpartition(", ")
+    >>> bool(name), ext == torch.backends.cpu.get_cpu_capability()
+    (True, True)
+    """
+    import torch
+
+    name = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{name or 'unknown processor'}, {torch.backends.cpu.get_cpu_capability()}"
+
+
 def provenance(config: Mapping[str, Any] | Any = None, seed: int | None = None, **extra: Any) -> dict[str, Any]:
     """A JSON-ready record: config, seed, package versions, git commit (and whether src/ had
-    uncommitted changes), machine and time.
+    uncommitted changes), machine, processor and time.
 
     Examples
     --------
@@ -164,6 +188,7 @@ def provenance(config: Mapping[str, Any] | Any = None, seed: int | None = None, 
         "source_modified": _source_modified(root),
         "python": platform.python_version(),
         "machine": platform.platform(),
+        "processor": processor(),
         # the device a run used is the caller's to state (extra["device"]); here only what exists
         "cuda_device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -177,7 +202,7 @@ def provenance(config: Mapping[str, Any] | Any = None, seed: int | None = None, 
 SOURCE_EXCLUDED = frozenset({
     "companion.provenance", "companion.store", "companion.transport", "companion.sweep", "companion.runner",
     "companion.pages", "companion.report", "companion.style", "companion.ledger", "companion.inventory",
-    "companion.perf", "companion.__main__", "companion.registry",
+    "companion.perf", "companion.__main__", "companion.registry", "companion.replicate",
 })
 
 
