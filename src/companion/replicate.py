@@ -61,16 +61,17 @@ def processor_of(meta: Mapping[str, Any], root: Path | str | None = None) -> str
 
 def verdicts(stored: Mapping[str, Any], replica: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The ledger rows of two results' provenance (``meta["claims"]``), row by row, those in both:
-    ``id``, ``stored`` and ``replica`` (the verdicts), ``measured`` (the two measured values).
+    ``id``, ``stored`` and ``replica`` (the verdicts), ``measured`` and ``uncertainty`` (pairs: stored, replica).
 
-    >>> a = {"claims": [{"id": "x", "status": "reproduced", "measured": 0.8}]}
+    >>> a = {"claims": [{"id": "x", "status": "reproduced", "measured": 0.8, "uncertainty": [0.4, 0.9]}]}
     >>> b = {"claims": [{"id": "x", "status": "partly", "measured": 0.3}]}
     >>> verdicts(a, b)
-    [{'id': 'x', 'stored': 'reproduced', 'replica': 'partly', 'measured': (0.8, 0.3)}]
+    [{'id': 'x', 'stored': 'reproduced', 'replica': 'partly', 'measured': (0.8, 0.3), 'uncertainty': ([0.4, 0.9], None)}]
     """
     other = {c["id"]: c for c in replica.get("claims", [])}
     return [{"id": c["id"], "stored": c["status"], "replica": other[c["id"]]["status"],
-             "measured": (c.get("measured"), other[c["id"]].get("measured"))}
+             "measured": (c.get("measured"), other[c["id"]].get("measured")),
+             "uncertainty": (c.get("uncertainty"), other[c["id"]].get("uncertainty"))}
             for c in stored.get("claims", []) if c["id"] in other]
 
 
