@@ -149,6 +149,8 @@ def processor() -> str:
     Two machines with the same platform string can differ in both: in their timings, and in the float32
     rounding of a long computation (the LLM chapter's LoRA fine-tunes part after a few steps).
 
+    Examples
+    --------
     >>> import torch
     >>> name, _, ext = processor().rpartition(", ")
     >>> bool(name), ext == torch.backends.cpu.get_cpu_capability()

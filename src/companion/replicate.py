@@ -25,6 +25,8 @@ def replicates(name: str, root: Path | str | None = None) -> list[tuple[str, dic
     """Every verified full-profile replicate of ``name`` under ``data/replicates/<label>/``:
     ``(label, result, meta)``, sorted by label.
 
+    Examples
+    --------
     >>> import tempfile
     >>> replicates("llm-training-indomain", tempfile.mkdtemp())
     []
@@ -41,13 +43,15 @@ def replicates(name: str, root: Path | str | None = None) -> list[tuple[str, dic
 def processor_of(meta: Mapping[str, Any], root: Path | str | None = None) -> str:
     """The processor a result was computed on: its provenance's ``processor``; for a result stored before
     provenance recorded one, the processor ``bench/full_profiles.py`` recorded for the same machine
-    string; else ``"processor not recorded"``.
+    string; else ``"not recorded"``.
 
+    Examples
+    --------
     >>> processor_of({"processor": "AMD EPYC, AVX512", "machine": "m"})
     'AMD EPYC, AVX512'
     >>> import tempfile
     >>> processor_of({"machine": "m"}, tempfile.mkdtemp())
-    'processor not recorded'
+    'not recorded'
     """
     if meta.get("processor"):
         return str(meta["processor"])
@@ -56,13 +60,15 @@ def processor_of(meta: Mapping[str, Any], root: Path | str | None = None) -> str
         part = json.loads(path.read_text())
         if part.get("cpu") and part.get("provenance", {}).get("machine") == meta.get("machine"):
             return str(part["cpu"])
-    return "processor not recorded"
+    return "not recorded"
 
 
 def verdicts(stored: Mapping[str, Any], replica: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The ledger rows of two results' provenance (``meta["claims"]``), row by row, those in both:
     ``id``, ``stored`` and ``replica`` (the verdicts), ``measured`` and ``uncertainty`` (pairs: stored, replica).
 
+    Examples
+    --------
     >>> a = {"claims": [{"id": "x", "status": "reproduced", "measured": 0.8, "uncertainty": [0.4, 0.9]}]}
     >>> b = {"claims": [{"id": "x", "status": "partly", "measured": 0.3}]}
     >>> verdicts(a, b)
@@ -78,6 +84,8 @@ def verdicts(stored: Mapping[str, Any], replica: Mapping[str, Any]) -> list[dict
 def departure(a: np.ndarray, b: np.ndarray, tol: float = 1e-6) -> int | None:
     """Index of the first entry where ``a`` and ``b`` differ by more than ``tol`` relative; None if none does.
 
+    Examples
+    --------
     >>> departure(np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 3.1]))
     2
     >>> departure(np.ones(3), np.ones(3)) is None
@@ -93,6 +101,14 @@ def training_runs(stored: Mapping[str, Any], replica: Mapping[str, Any]) -> list
     at which the base-domain perplexities differ by more than 1e-6 relative; None: never), and the final
     forgetting :math:`\\ln(\\mathrm{ppl}/\\mathrm{ppl}_0)` and last-layer drift of each, as pairs
     ``forgetting`` and ``drift`` (stored, replica). Runs in both only.
+
+    Examples
+    --------
+    >>> run = lambda end: {"seeds": np.array([0]), "step": np.array([0, 5, 11]),
+    ...                    "ppl_base": np.array([[10.0, 12.0, end]]), "drift": np.full((1, 3, 2), 0.5)}
+    >>> [row] = training_runs({"runs": {4: run(20.0)}}, {"runs": {4: run(30.0)}})
+    >>> row["departs"], [round(f, 4) for f in row["forgetting"]]   # ln 2, ln 3
+    (11, [0.6931, 1.0986])
     """
     rows = []
     for r, run in stored["runs"].items():
@@ -118,6 +134,8 @@ def seed_spread(rows: list[dict[str, Any]], key: str) -> float:
     """Standard deviation over seeds of the stored ``key`` (``"forgetting"`` or ``"drift"``) within a rank,
     averaged over the ranks: the scale a host difference is read against.
 
+    Examples
+    --------
     >>> rows = [{"rank": 1, "forgetting": (0.0, 9.0)}, {"rank": 1, "forgetting": (2.0, 9.0)},
     ...         {"rank": 4, "forgetting": (1.0, 9.0)}, {"rank": 4, "forgetting": (1.0, 9.0)}]
     >>> round(seed_spread(rows, "forgetting"), 4)
