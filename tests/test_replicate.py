@@ -11,6 +11,7 @@ import pytest
 
 from companion import replicate
 from companion.provenance import ResultError
+from companion.registry import get, registry
 from companion.runner import run_experiment
 
 
@@ -50,3 +51,19 @@ def test_replicates_load_verified_and_refuse_a_tampered_one(tmp_path):
     npz.write_bytes(npz.read_bytes()[:-8] + b"tampered")
     with pytest.raises(ResultError):
         replicate.replicates("intro-consensus", tmp_path)
+
+
+STORED_REPLICATES = [(name, label) for name in registry() for label, _, _ in replicate.replicates(name)]
+
+
+@pytest.mark.parametrize("name,label", STORED_REPLICATES, ids=[f"{label}/{name}" for name, label in STORED_REPLICATES])
+def test_a_stored_replicate_is_the_same_computation_judged_now(name, label):
+    """What the Status page sets side by side must differ by the processor only: the stored result's
+    parameters, the current code, and the verdicts the claims function gives on it now."""
+    from companion.store import code_version, load_run
+
+    [(_, result, meta)] = [r for r in replicate.replicates(name) if r[0] == label]
+    stored = load_run(name, "full")[1]
+    assert meta["config"] == stored["config"], f"{label}/{name}: not the stored result's parameters"
+    assert meta["code"] == code_version(get(name)), f"{label}/{name}: computed by code that changed since"
+    assert [c.as_dict() for c in get(name).judge(result)] == meta["claims"], f"{label}/{name}: verdicts not current"
