@@ -67,3 +67,23 @@ def test_a_stored_replicate_is_the_same_computation_judged_now(name, label):
     assert meta["config"] == stored["config"], f"{label}/{name}: not the stored result's parameters"
     assert meta["code"] == code_version(get(name)), f"{label}/{name}: computed by code that changed since"
     assert [c.as_dict() for c in get(name).judge(result)] == meta["claims"], f"{label}/{name}: verdicts not current"
+
+
+@pytest.mark.skipif(not replicate.replicates("llm-training-indomain"), reason="no replicate of llm-training-indomain stored")
+def test_readme_quotes_the_in_domain_replicate():
+    from pathlib import Path
+
+    from companion.store import load_run
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text().replace("\n", " ")
+    _, result, meta = replicate.replicates("llm-training-indomain")[-1]
+    stored, stored_meta = load_run("llm-training-indomain", "full")
+    rows, runs = replicate.verdicts(stored_meta, meta), replicate.training_runs(stored, result)
+    parted = sorted(r["departs"] for r in runs if r["departs"] is not None)
+    same = sum(v["stored"] == v["replica"] for v in rows)
+    assert f"all {len(runs)} fine-tunes part" in readme and len(parted) == len(runs)
+    assert f"first at step {parted[0]} to {parted[-1]}, median {int(np.median(parted))}" in readme
+    assert f"{same} of {len(rows)} verdicts are the same" in readme
+    corr = next(c for c in meta["claims"] if c["id"] == "A-drift-forgetting-correlation-smollm2-indomain")
+    low, high = corr["uncertainty"]
+    assert f"r = {corr['measured']:.2f} (95 % interval {low:.2f} to {high:.2f})" in readme
