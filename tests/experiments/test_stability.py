@@ -118,10 +118,14 @@ def test_prop33_map_matches_two_by_two_closed_form(r33):
 
 def test_drift_matches_limit_holds_on_the_map_and_catches_a_wrong_closed_form(r33):
     r = r33["map"]
-    assert st.drift_matches_limit(r).all()
+    # Where the perturbed top eigenvalue is double (tilde_gap 0: the map's cell with a = -gap), u1~ is
+    # not defined: the closed form picks one vector of the eigenspace, the eigensolver and the slow
+    # dynamics another, and which one depends on the processor's LAPACK (an Intel host differs here).
+    simple = r["tilde_gap"] > 1e-9
+    assert simple.sum() >= 6 and st.drift_matches_limit(r)[simple].all()
     # the closed form of a neighbouring angle (theta + 0.1) is outside the bound wherever X~(T) converged
     wrong = dict(r, exact_drift=2 * np.sin(2 * np.arcsin(r["exact_drift"] / 2) / 2 + 0.05))
-    ok = r["conv_err"] < 1e-3
+    ok = (r["conv_err"] < 1e-3) & simple
     assert ok.any() and not st.drift_matches_limit(wrong)[ok].any()
 
 
