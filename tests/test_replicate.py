@@ -79,7 +79,7 @@ def test_readme_quotes_the_in_domain_replicate():
     _, result, meta = replicate.replicates("llm-training-indomain")[-1]
     stored, stored_meta = load_run("llm-training-indomain", "full")
     rows, runs = replicate.verdicts(stored_meta, meta), replicate.training_runs(stored, result)
-    parted = sorted(r["departs"] for r in runs if r["departs"] is not None)
+    parted = replicate.departures(runs)
     same = sum(v["stored"] == v["replica"] for v in rows)
     assert f"all {len(runs)} fine-tunes part" in readme and len(parted) == len(runs)
     assert f"first at step {parted[0]} to {parted[-1]}, median {int(np.median(parted))}" in readme

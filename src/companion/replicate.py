@@ -18,7 +18,7 @@ import numpy as np
 from .provenance import repo_root
 from .store import load_from
 
-__all__ = ["replicates", "processor_of", "verdicts", "departure", "training_runs", "seed_spread"]
+__all__ = ["replicates", "processor_of", "verdicts", "departure", "training_runs", "departures", "seed_spread"]
 
 
 def replicates(name: str, root: Path | str | None = None) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
@@ -128,6 +128,17 @@ def training_runs(stored: Mapping[str, Any], replica: Mapping[str, Any]) -> list
                          "forgetting": (float(np.log(pa[-1] / pa[0])), float(np.log(pb[-1] / pb[0]))),
                          "drift": (float(da), float(db))})
     return rows
+
+
+def departures(rows: list[dict[str, Any]]) -> list[int]:
+    """The steps at which the runs of :func:`training_runs` parted, sorted; the runs that never did left out.
+
+    Examples
+    --------
+    >>> departures([{"departs": 22}, {"departs": None}, {"departs": 5}])
+    [5, 22]
+    """
+    return sorted(row["departs"] for row in rows if row["departs"] is not None)
 
 
 def seed_spread(rows: list[dict[str, Any]], key: str) -> float:
