@@ -427,12 +427,14 @@ def test_circle_model_runs_the_grid_and_stays_close_to_powers():
 
 
 
+def _forked_grid(t, c):
+    from companion._omp import forked
+
+    return forked(), G.grid_field(t, c, None, 1.0, 2)
+
+
 @needs_numba
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no os.fork on this platform")
-def _forked_grid(t, c):
-    return G._FORKED, G.grid_field(t, c, None, 1.0, 2)
-
-
 def test_grid_threads_work_in_a_forked_child(monkeypatch):
     # the parent starts numba's OpenMP team; GNU OpenMP aborts a forked child that starts it again, so
     # the child runs the same work items on its own thread: the same sums, the same field
@@ -445,7 +447,7 @@ def test_grid_threads_work_in_a_forked_child(monkeypatch):
     ctx = mp.get_context("fork")
     with ctx.Pool(1) as pool:
         forked, child = pool.apply_async(_forked_grid, (t, c)).get(timeout=60)
-    assert forked and not G._FORKED
+    assert forked and not G.forked()
     assert np.array_equal(parent, child)
     items = G._items(G._parts(1, 4000, 2), True)
     assert len(items) == 2 and not G._serial(items)  # the parent runs them in parallel

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import companion._fused as F
-from companion import attention, models
+from companion import attention, models, simulate
 from companion.attention import attend, attention_field, field_unchecked
 from companion.init import uniform_sphere
 
@@ -149,3 +149,45 @@ def test_sphere_model_in_float32_follows_the_float64_flow():
     assert (a.double() - b).abs().max().item() < 1e-5
     assert (a.norm(dim=-1) - 1).abs().max().item() < 1e-6
     assert attention.tangent_project is models.tangent_project
+
+
+def _simulate_in_child(x0):
+    from companion._omp import forked
+
+    return forked(), simulate(models.Sphere(beta=1.0), x0, 2.0, method="tsit5").final
+
+
+@pytest.mark.skipif(not F.HAVE_NUMBA, reason="numba not installed")
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no os.fork on this platform")
+def test_the_kernel_runs_in_a_process_forked_after_it_ran():
+    # GNU OpenMP aborts a forked child that starts its team again ("fork() called from a process already
+    # using GNU OpenMP") and a multiprocessing pool then waits for ever: the child runs the work items on
+    # its own thread instead, the same items, so the same bits as the parent
+    import multiprocessing as mp
+
+    x0 = uniform_sphere(40, 32, 3, generator=torch.Generator().manual_seed(8)).float()
+    parent = simulate(models.Sphere(beta=1.0), x0, 2.0, method="tsit5").final  # starts the team here
+    with mp.get_context("fork").Pool(1) as pool:
+        forked, child = pool.apply_async(_simulate_in_child, (x0,)).get(timeout=120)
+    assert forked
+    assert torch.equal(parent, child)
+
+
+@pytest.mark.skipif(not F.HAVE_NUMBA, reason="numba not installed")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_keys_prepared_on_one_thread_or_several_give_the_same_field(monkeypatch, dtype):
+    X = uniform_sphere(30, 50, 3, generator=torch.Generator().manual_seed(9)).numpy().astype(dtype)
+    V = np.diag([1.0, 0.5, -0.3]).astype(dtype)
+    monkeypatch.setattr(F, "_PARALLEL_PREPARE", 0)
+    parallel = F.fused_field(X, V, V, 1.5, True, True, threads=2)
+    monkeypatch.setattr(F, "_PARALLEL_PREPARE", 1 << 40)
+    serial = F.fused_field(X, V, V, 1.5, True, True, threads=2)
+    assert all(np.array_equal(a, b) for a, b in zip(parallel, serial))
+
+
+def test_the_norm_bound_is_the_largest_frobenius_norm_whatever_the_cache_holds():
+    M = np.stack([np.eye(3), 2 * np.eye(3)]).astype(np.float32)
+    assert F._norm_bound(M) == pytest.approx(2 * 3 ** 0.5, rel=1e-12)
+    M[1] *= 5  # same shape, other values: not the cached bound
+    assert F._norm_bound(M) == pytest.approx(10 * 3 ** 0.5, rel=1e-12)
+    assert F._norm_bound(np.zeros((0, 0, 0), dtype=np.float32)) == 1.0

@@ -30,15 +30,16 @@ numba's (``prange``, its default threading layer: GNU OpenMP here): their teams 
 two passes, and 1000 Euler steps at N = 1e6 took 0.6 times as long as with a Python thread pool
 (bench/results/README.md). GNU OpenMP cannot run in a process forked after it started, so a
 forked child runs the same work items one after another on its own thread (the same sums, the same
-result).
+result; :mod:`companion._omp`).
 """
 from __future__ import annotations
 
 import functools
 import math
-import os
 
 import numpy as np
+
+from ._omp import forked
 
 try:  # numba is optional: without it the torch "powers" backend serves every call
     import numba
@@ -204,18 +205,6 @@ def _kernels(P: int):
     return scatter, gather, scatter_items, gather_items
 
 
-_FORKED = False  # set in a child forked from this process: GNU OpenMP's threads do not survive a fork
-
-
-def _after_fork() -> None:
-    global _FORKED
-    _FORKED = True
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork)
-
-
 def _parts(T: int, n: int, threads: int) -> list[tuple[int, int, int, int]]:
     """(t0, t1, j0, j1) work items: whole trials when there are enough, else token ranges of each trial."""
     threads = max(1, min(threads, (T * n) // _MIN_PER_THREAD))
@@ -236,7 +225,7 @@ def _items(parts: list[tuple[int, int, int, int]], split: bool) -> np.ndarray:
 def _serial(items: np.ndarray) -> bool:
     """Whether to run the work items one after another: there is one, or the process was forked (OpenMP's
     team would abort it). Otherwise numba gets one thread per item (at most its NUMBA_NUM_THREADS)."""
-    if len(items) == 1 or _FORKED:
+    if len(items) == 1 or forked():
         return True
     threads = min(len(items), numba.config.NUMBA_NUM_THREADS)
     if numba.get_num_threads() != threads:

@@ -24,6 +24,11 @@ Every function works in the tokens' precision (``X.dtype.type`` for each constan
 version per dtype). float64 runs the same loops: it avoids torch's (trials, n, n) score arrays too, so
 its memory is O(trials n d) and it is faster than torch's float64 path up to d = 24 (bench/fused64.py;
 :mod:`companion.attention` says where "auto" takes it).
+
+The work items (blocks of query rows) run on numba's threads, or one after another in a process forked
+after the parent started them (:mod:`companion._omp`); each item is computed alike either way, so the
+field does not depend on how many threads there are. The keys of a small ensemble are prepared on one
+thread (a parallel region costs more than they do).
 """
 from __future__ import annotations
 
@@ -31,6 +36,8 @@ import functools
 import math
 
 import numpy as np
+
+from ._omp import forked
 
 try:
     import numba
@@ -45,6 +52,8 @@ __all__ = ["HAVE_NUMBA", "fused_field", "exp_nonpositive", "range_problem", "BLO
 
 # Scores held per block of query rows: 8192 float32 (32 KiB) and as many int32 (a whole 80-token trial).
 BLOCK_ELEMENTS = 8192
+# Tokens' entries (T n d) below which their keys are prepared on one thread (_prepare_serial).
+_PARALLEL_PREPARE = 1 << 18
 _SHIFT_SLACK = 60.0
 _LOG2E = 1.4426950408889634
 _LN2_HI = 0.693359375  # 9 significant bits: k * _LN2_HI is exact in float32 for |k| < 2^15
@@ -114,36 +123,46 @@ if HAVE_NUMBA:
             _exp64(S, bits, count)
 
     # No nnan/ninf here: _prepare is what detects non-finite tokens (cheap, O(T n d)).
-    @numba.njit(cache=True, parallel=True, fastmath=_FASTMATH_PREPARE)
-    def _prepare(X, V, XT, VXT, knorm):  # pragma: no cover - compiled
-        """Per trial: keys X^T (d, n), values (V X^T) (e, n) (V: (1 or T, e, d); for V = I, (0, 0, 0)
+    @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH_PREPARE)
+    def _prepare_trial(X, V, XT, VXT, knorm, t):  # pragma: no cover - compiled
+        """Trial t: keys X^T (d, n), values (V X^T) (e, n) (V: (1 or T, e, d); for V = I, (0, 0, 0)
         and VXT is XT), and a little more than the largest key norm (an upper bound after rounding)."""
         T, n, d = X.shape
         e = VXT.shape[1]
         F = X.dtype.type  # float32 or float64: every constant in the tokens' precision
-        for tp in prange(T):
-            t = np.int64(tp)  # prange's index is unsigned: unified with 0 below it would become a float
-            for c in range(d):
-                for j in range(n):
-                    XT[t, c, j] = X[t, j, c]
-            if V.shape[0] != 0:  # else VXT is XT itself (the caller passes one array twice)
-                tv = t if V.shape[0] == T else np.int64(0)
-                for c in range(e):
-                    for j in range(n):
-                        VXT[t, c, j] = F(0.0)
-                    for c2 in range(d):
-                        vcc = V[tv, c, c2]
-                        for j in range(n):
-                            VXT[t, c, j] += vcc * XT[t, c2, j]
-            mx = F(0.0)
-            total = F(0.0)  # NaN or inf in any |x_j|^2 survives in the sum, not in max (fastmath)
+        for c in range(d):
             for j in range(n):
-                s = F(0.0)
-                for c in range(d):
-                    s += XT[t, c, j] * XT[t, c, j]
-                mx = max(mx, s)
-                total += s
-            knorm[t] = np.sqrt(mx) * F(1 + 1e-5) if np.isfinite(total) else F(np.inf)
+                XT[t, c, j] = X[t, j, c]
+        if V.shape[0] != 0:  # else VXT is XT itself (the caller passes one array twice)
+            tv = t if V.shape[0] == T else np.int64(0)
+            for c in range(e):
+                for j in range(n):
+                    VXT[t, c, j] = F(0.0)
+                for c2 in range(d):
+                    vcc = V[tv, c, c2]
+                    for j in range(n):
+                        VXT[t, c, j] += vcc * XT[t, c2, j]
+        mx = F(0.0)
+        total = F(0.0)  # NaN or inf in any |x_j|^2 survives in the sum, not in max (fastmath)
+        for j in range(n):
+            s = F(0.0)
+            for c in range(d):
+                s += XT[t, c, j] * XT[t, c, j]
+            mx = max(mx, s)
+            total += s
+        knorm[t] = np.sqrt(mx) * F(1 + 1e-5) if np.isfinite(total) else F(np.inf)
+
+    @numba.njit(cache=True, parallel=True)
+    def _prepare(X, V, XT, VXT, knorm):  # pragma: no cover - compiled
+        """:func:`_prepare_trial` for every trial, in parallel."""
+        for tp in prange(X.shape[0]):
+            _prepare_trial(X, V, XT, VXT, knorm, np.int64(tp))  # prange's index is unsigned
+
+    @numba.njit(cache=True, nogil=True)
+    def _prepare_serial(X, V, XT, VXT, knorm):  # pragma: no cover - compiled
+        """:func:`_prepare_trial` for every trial, one after another (a forked process: see fused_field)."""
+        for t in range(X.shape[0]):
+            _prepare_trial(X, V, XT, VXT, knorm, t)
 
     @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH, inline="always")
     def _scores(X, A, XT, beta, t, i, knorm, qb, row):  # pragma: no cover - compiled
@@ -238,17 +257,23 @@ if HAVE_NUMBA:
             for c in range(e):
                 out[t, i, c] = f[c]
 
+    @numba.njit(cache=True, nogil=True)
+    def _field_items(X, A, XT, VXT, knorm, beta, softmax, project, items, w0, w1, rows_max, out, shift, bits_like):  # pragma: no cover - compiled
+        """Work items w0..w1-1 (t, i0, i1) of ``items``, one after another, with their own scratch."""
+        m = XT.shape[2]
+        S = np.empty(rows_max * m, dtype=X.dtype)
+        bits = np.empty(rows_max * m, dtype=bits_like.dtype)  # int32 for float32, int64 for float64
+        qb = np.empty(max(X.shape[2], 3), dtype=X.dtype)
+        for w in range(w0, w1):
+            _block(X, A, XT, VXT, knorm, beta, softmax, project, items[w, 0], items[w, 1], items[w, 2], S, bits, qb, out, shift)
+
     @numba.njit(cache=True, parallel=True)
     def _field_all(X, A, XT, VXT, knorm, beta, softmax, project, items, rows_max, chunks, out, shift, bits_like):  # pragma: no cover - compiled
-        """Every work item (t, i0, i1) of ``items``, in ``chunks`` parallel groups, each with its own scratch."""
-        m = XT.shape[2]
+        """Every work item of ``items`` in ``chunks`` parallel groups (:func:`_field_items` each)."""
         W = items.shape[0]
-        for c in prange(chunks):
-            S = np.empty(rows_max * m, dtype=X.dtype)
-            bits = np.empty(rows_max * m, dtype=bits_like.dtype)  # int32 for float32, int64 for float64
-            qb = np.empty(max(X.shape[2], 3), dtype=X.dtype)
-            for w in range(W * c // chunks, W * (c + 1) // chunks):  # contiguous shares: equal work
-                _block(X, A, XT, VXT, knorm, beta, softmax, project, items[w, 0], items[w, 1], items[w, 2], S, bits, qb, out, shift)
+        for c in prange(chunks):  # contiguous shares: equal work
+            _field_items(X, A, XT, VXT, knorm, beta, softmax, project, items, W * c // chunks, W * (c + 1) // chunks,
+                         rows_max, out, shift, bits_like)
 
 
 def exp_nonpositive(x: np.ndarray) -> np.ndarray:
@@ -276,8 +301,21 @@ def exp_nonpositive(x: np.ndarray) -> np.ndarray:
 
 def _norm_bound(M: np.ndarray) -> float:
     """An upper bound of the spectral norm of each (d, d) matrix of M: (k, d, d) (the largest Frobenius
-    norm); 1 for the identity (an empty M). Computed in float64, so it is finite for any float32 M."""
-    return 1.0 if M.size == 0 else float(np.sqrt((M.astype(np.float64) ** 2).sum(axis=(1, 2)).max()))
+    norm); 1 for the identity (an empty M). Computed in float64, so it is finite for any float32 M.
+    Cached by value: the integrators pass the same A and V at every evaluation."""
+    return 1.0 if M.size == 0 else _norm_bound_of(M.tobytes(), M.shape, M.dtype.str)
+
+
+@functools.lru_cache(maxsize=64)
+def _norm_bound_of(data: bytes, shape: tuple[int, ...], dtype: str) -> float:
+    M = np.frombuffer(data, dtype=dtype).reshape(shape)
+    return float(np.sqrt((M.astype(np.float64) ** 2).sum(axis=(1, 2)).max()))
+
+
+# Per precision: the largest finite number, an empty matrix standing for the identity, and the integer
+# scratch type of the exponential (module constants: fused_field runs at every integrator stage).
+_LARGEST = {np.dtype(t): float(np.finfo(t).max) for t in (np.float32, np.float64)}
+_NONE = {t: np.zeros((0, 0, 0), dtype=t) for t in (np.float32, np.float64)}
 
 
 def range_problem(X: np.ndarray, key_norm: float, A: np.ndarray, V: np.ndarray, beta: float, m: int) -> str | None:
@@ -310,25 +348,26 @@ def range_problem(X: np.ndarray, key_norm: float, A: np.ndarray, V: np.ndarray, 
     >>> range_problem(X * 1e-30, 1.8e-30, none, none, 1e39, 80)[:64]  # tiny scores, but beta itself is no float32
     'the fused attention field cannot be computed: beta = 1e+39 does '
     """
-    name = np.dtype(X.dtype).name
-    largest = float(np.finfo(X.dtype).max)
+    largest = _LARGEST.get(X.dtype) or float(np.finfo(X.dtype).max)
     bound = largest / 4  # room for the shift's subtraction
+    if math.isfinite(key_norm) and beta <= largest:  # the common case first: no names, no messages
+        a, v = _norm_bound(A), _norm_bound(V)
+        scores = beta * a * key_norm * key_norm
+        query = beta * a * key_norm
+        sums = m * v * key_norm
+        if scores <= bound and query * query <= bound and sums <= bound:
+            return None
+    name = np.dtype(X.dtype).name
     wider = "use float64 tokens (x0.double()), " if name == "float32" else ""
     if not beta <= largest:  # the kernel takes beta in X's precision: cast, it would be inf (inf * 0 = NaN in the scores)
         return (f"the fused attention field cannot be computed: beta = {beta:g} does not fit {name} (largest "
                 f"{largest:.3g}): {wider}or a smaller beta")
-    if not np.isfinite(key_norm):
+    if not math.isfinite(key_norm):
         what = (f"a token's squared norm |x_j|^2 overflows {name} (largest {largest:.2g})" if np.isfinite(X).all()
                 else f"a token is not finite (it overflowed {name}, largest {largest:.2g}, or is NaN)")
         return (f"the fused attention field cannot be computed: {what}: "
                 + ("use float64 tokens (x0.double(), largest 1.8e308), " if wider else "use ")
                 + "smaller tokens, a shorter run or a smaller step")
-    a, v = _norm_bound(A), _norm_bound(V)
-    scores = beta * a * key_norm * key_norm
-    query = beta * a * key_norm
-    sums = m * v * key_norm
-    if scores <= bound and query * query <= bound and sums <= bound:
-        return None
     return (f"the fused attention field overflows {name}: scores beta <A x_i, x_j> up to {scores:.3g}, "
             f"|beta A x_i|^2 up to {query * query:.3g}, value sums up to {sums:.3g} (largest token norm {key_norm:.3g}, "
             f"beta = {beta:g}; {name} holds {bound:.3g} here): {wider}smaller "
@@ -352,6 +391,7 @@ def _items(T: int, n: int, m: int) -> np.ndarray:
 
 # The integer type whose bits build 2^k in the exponential, per precision.
 _BITS = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
+_BITS_LIKE = {t: np.empty(0, dtype=_BITS[np.dtype(t)]) for t in (np.float32, np.float64)}
 
 
 def fused_field(X: np.ndarray, A: np.ndarray | None, V: np.ndarray | None, beta: float, softmax: bool,
@@ -394,7 +434,7 @@ def fused_field(X: np.ndarray, A: np.ndarray | None, V: np.ndarray | None, beta:
     dtype = np.float64 if np.asarray(X).dtype == np.float64 else np.float32
     X = np.ascontiguousarray(X, dtype=dtype)
     T, n, d = X.shape
-    none = np.zeros((0, 0, 0), dtype=dtype)
+    none = _NONE[dtype]
     A = none if A is None else np.ascontiguousarray(A, dtype=dtype).reshape(-1, d, d)
     V = none if V is None else np.ascontiguousarray(V, dtype=dtype).reshape(-1, d, d)
     XT = np.empty((T, d, n), dtype=dtype)
@@ -402,15 +442,21 @@ def fused_field(X: np.ndarray, A: np.ndarray | None, V: np.ndarray | None, beta:
     knorm = np.empty(T, dtype=dtype)
     items = _items(T, n, n)
     rows_max = int(items[0, 2] - items[0, 1])
-    chunks = max(1, min(int(threads), items.shape[0], numba.config.NUMBA_NUM_THREADS))
-    if numba.get_num_threads() != chunks:
+    serial = forked()  # GNU OpenMP cannot start in a forked child (companion._omp): one thread there
+    chunks = 1 if serial else max(1, min(int(threads), items.shape[0], numba.config.NUMBA_NUM_THREADS))
+    if not serial and numba.get_num_threads() != chunks:
         numba.set_num_threads(chunks)
-    _prepare(X, V, XT, VXT, knorm)
+    # A parallel region costs tens of microseconds: worth it for the keys of large ensembles only.
+    (_prepare_serial if serial or T * n * d < _PARALLEL_PREPARE else _prepare)(X, V, XT, VXT, knorm)
     problem = range_problem(X, float(knorm.max()), A, V, float(beta), n)
     if problem is not None:
         raise FloatingPointError(problem)
     out = np.empty((T, n, d), dtype=dtype)
     shift = np.empty((T, n, 1), dtype=dtype)
-    _field_all(X, A, XT, VXT, knorm, dtype(beta), softmax, project, items, rows_max, chunks, out, shift[..., 0],
-               np.empty(0, dtype=_BITS[np.dtype(dtype)]))
+    args = (X, A, XT, VXT, knorm, dtype(beta), softmax, project, items)
+    bits_like = _BITS_LIKE[dtype]
+    if serial:
+        _field_items(*args, 0, items.shape[0], rows_max, out, shift[..., 0], bits_like)
+    else:
+        _field_all(*args, rows_max, chunks, out, shift[..., 0], bits_like)
     return out, shift

@@ -178,8 +178,15 @@ def _fused_field(X: torch.Tensor, A: torch.Tensor | None, V: torch.Tensor | None
     refusal = _fused_refusal(X, A, V)
     if refusal is not None:
         raise ValueError(refusal)
-    as_np = (lambda M: None if M is None else M.detach().numpy())
-    out, shift = _fused.fused_field(X.detach().numpy(), as_np(A), as_np(V), beta, normalization == "softmax", project,
+    return _fused_run(X, A, V, beta, normalization, project)
+
+
+def _fused_run(X: torch.Tensor, A: torch.Tensor | None, V: torch.Tensor | None, beta: float, normalization: str,
+               project: bool) -> torch.Tensor | None:
+    """:func:`_fused_field` for tensors the kernel takes (:func:`_fused_refusal` None, checked by the caller)."""
+    Anp = None if A is None else A.detach().numpy()
+    Vnp = Anp if V is A else (None if V is None else V.detach().numpy())
+    out, shift = _fused.fused_field(X.detach().numpy(), Anp, Vnp, beta, normalization == "softmax", project,
                                     threads=torch.get_num_threads())
     out = torch.from_numpy(out)
     if normalization == "softmax":
@@ -439,7 +446,7 @@ def field_unchecked(
     if backend == "fused" and causal:
         raise ValueError("backend='fused' has no causal mask; use 'auto', 'dense', 'blocked' or 'sdpa'")
     if backend == "fused" or (backend == "auto" and not causal and _fused_applies(X, A, V)):
-        out = _fused_field(X, A, V, beta, normalization, project)
+        out = (_fused_field if backend == "fused" else _fused_run)(X, A, V, beta, normalization, project)
         if out is not None:
             return out
         backend = "auto"  # usa whose bound-based rescaling would overflow: the exact row maximum decides
