@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 import torch
 
+from ._rk import StageSums
 from ._validate import check_count, check_positive, check_real
 from .models import Model, MultiHead, Sphere, check_model
 
@@ -160,16 +161,17 @@ def _pair_step(pair: Pair, f, t, x, h, k1, retract=None):
     it a sphere model pays a 7th evaluation a step). The 5th-order solution does not use the last
     stage (b[-1] = 0); only the error estimate sees it, through the weight e[-1].
     """
-    ks = [k1]
+    stages = StageSums(x)
+    stages.add(k1)
     last = len(pair.c) - 1
     for i in range(1, last + 1):
-        xi = x + h * sum(a * k for a, k in zip(pair.a[i], ks) if a != 0.0)
+        xi = stages(h, pair.a[i])
         if i == last and retract is not None:
             xi = retract(xi)
-        ks.append(f(t + pair.c[i] * h, xi))
-    x_new = xi if retract is not None else x + h * sum(b * k for b, k in zip(pair.b, ks) if b != 0.0)
-    err = h * sum(e * k for e, k in zip(pair.e, ks) if e != 0.0)
-    return x_new, err, ks[-1]
+        stages.add(f(t + pair.c[i] * h, xi))
+    x_new = xi if retract is not None else stages(h, pair.b)
+    err = stages(h, pair.e, add_x=False)
+    return x_new, err, stages.ks[-1]
 
 
 def _error_norm(err: torch.Tensor, scale: torch.Tensor, norm: str) -> torch.Tensor:
