@@ -71,8 +71,13 @@ def compiled(x: torch.Tensor, ks: Sequence[torch.Tensor]) -> bool:
     """
     if not HAVE_NUMBA or x.device.type != "cpu" or x.dtype not in _DTYPES or x.requires_grad or not x.is_contiguous():
         return False
-    return all(k.dtype == x.dtype and k.device == x.device and k.shape == x.shape and k.is_contiguous()
-               and not k.requires_grad for k in ks)
+    return all(_like(k, x) for k in ks)
+
+
+def _like(k: torch.Tensor, x: torch.Tensor) -> bool:
+    """k can join x's compiled sums: x's dtype, device and shape, contiguous, no gradient."""
+    return (k.dtype == x.dtype and k.device == x.device and k.shape == x.shape and k.is_contiguous()
+            and not k.requires_grad)
 
 
 @functools.lru_cache(maxsize=None)
@@ -108,22 +113,25 @@ class StageSums:
     def __init__(self, x: torch.Tensor):
         self.x = x
         self.ks: list[torch.Tensor] = []
-        self._flat: list[np.ndarray] | None = [] if compiled(x, []) else None  # numpy views of x's stages
+        # numpy views of x and its stages while every one allows the compiled pass, else None
+        self._flat: list[np.ndarray] | None = [x.view(-1).numpy()] if compiled(x, []) else None
 
     def add(self, k: torch.Tensor) -> None:
         """Append the next stage."""
         self.ks.append(k)
         if self._flat is not None:
-            self._flat = self._flat + [k.view(-1).numpy()] if compiled(self.x, [k]) else None
+            if _like(k, self.x):
+                self._flat.append(k.view(-1).numpy())
+            else:
+                self._flat = None
 
     def __call__(self, h: float, coef: Sequence[float], add_x: bool = True) -> torch.Tensor:
         index, values = _terms(tuple(coef[:len(self.ks)]))
         if not index:
             return self.x.clone() if add_x else torch.zeros_like(self.x)
         if self._flat is None:
-            s = h * sum(float(values[i]) * self.ks[j] for i, j in enumerate(index))
+            s = h * sum(coef[j] * self.ks[j] for j in index)
             return self.x + s if add_x else s
         out = torch.empty_like(self.x)
-        _stage_sum(self.x.view(-1).numpy(), float(h), values, tuple(self._flat[j] for j in index), out.view(-1).numpy(),
-                   add_x)
+        _stage_sum(self._flat[0], float(h), values, tuple(self._flat[j + 1] for j in index), out.view(-1).numpy(), add_x)
         return out
