@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from companion import init, models, simulate
-from peers import BETA, D, GOALS, N, T_END, V_DIAG, max_error  # bench/peers.py, beside this script: one copy
+from peers import BETA, D, GOALS, N, T_END, V_DIAG, max_error, run_companion  # bench/peers.py, beside this script: one copy
 
 
 def attempts(sol) -> int:
@@ -40,8 +40,7 @@ def main() -> None:
     torch.set_num_threads(2)
     x0 = init.uniform_sphere(200, N, D, generator=torch.Generator().manual_seed(0))
     V64 = torch.diag(torch.tensor(V_DIAG, dtype=torch.float64))
-    ref = simulate(models.spectral(V64, BETA), x0, T_END, method="tsit5", rtol=args.ref_rtol, atol=args.ref_rtol / 100,
-                   error_norm="max_trial", max_steps=10**6).final
+    ref, _ = run_companion("tsit5", "max_trial", x0, V64, args.ref_rtol)  # peers.py's reference
     x32 = x0.float()
     model = models.spectral(V64.float().double(), BETA)  # peers.py's run_companion: V rounded to float32
     goal = GOALS["float32"]
