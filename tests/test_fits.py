@@ -123,14 +123,16 @@ def test_first_time_and_settle_time_hand_cases():
 
 
 @pytest.mark.parametrize("k, n", [(0, 1), (0, 16), (16, 16), (3, 10), (50, 97)])
-def test_fraction_interval_against_scipy(k, n):
-    from scipy.stats import binomtest
+def test_fraction_interval_against_wilson_formula(k, n):
+    import math
 
     from companion.fits import fraction_interval
 
-    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
-    lo, hi = fraction_interval(k, n, z=1.959963984540054)
-    assert lo == pytest.approx(ci.low, abs=1e-12) and hi == pytest.approx(ci.high, abs=1e-12)
+    z = 1.959963984540054  # the Wilson score interval written out (Wilson 1927), against the scipy call
+    p = k / n
+    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    lo, hi = fraction_interval(k, n, level=0.95)
+    assert lo == pytest.approx(max(0.0, centre - half), abs=1e-12) and hi == pytest.approx(min(1.0, centre + half), abs=1e-12)
 
 
 @pytest.mark.parametrize("k, n", [(-1, 4), (5, 4), (1, 0), (1.5, 4), (True, 4)])

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from scipy import stats
 
 __all__ = ["line_fit", "first_time", "first_crossing", "settle_time", "fraction_interval", "mean_interval", "mean_stderr"]
 
@@ -189,8 +190,9 @@ def settle_time(ts: Any, y: Any, level: float) -> float:
     return float(ts[last + 1]) if last + 1 < ts.size else math.nan
 
 
-def fraction_interval(k: int, n: int, *, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of a success fraction ``k / n`` (95 % for ``z = 1.96``).
+def fraction_interval(k: int, n: int, *, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a success fraction ``k / n`` at confidence ``level``
+    (:meth:`scipy.stats.binomtest`'s ``proportion_ci``).
 
     Unlike the normal approximation it stays inside [0, 1] and does not collapse to a point at
     ``k = 0`` or ``k = n``, where a handful of trials still leaves real doubt.
@@ -211,18 +213,13 @@ def fraction_interval(k: int, n: int, *, z: float = 1.96) -> tuple[float, float]
         raise ValueError(f"n must be a positive integer, got {n!r}")
     if isinstance(k, bool) or int(k) != k or not 0 <= k <= n:
         raise ValueError(f"k must be an integer in [0, n = {n}], got {k!r}")
-    p, z2 = k / n, z * z
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="wilson")
+    return max(0.0, float(ci.low)), min(1.0, float(ci.high))
 
 
-# Two-sided 95 % Student t quantiles for 1 to 10 degrees of freedom (beyond: the normal 1.96).
-_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
-
-
-def mean_interval(x: Any, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Mean over ``axis`` and the half-width of its two-sided 95 % Student t interval.
+def mean_interval(x: Any, axis: int = 0, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over ``axis`` and the half-width of its two-sided Student t interval at ``level``
+    (the quantile from :data:`scipy.stats.t`).
 
     With one sample the half-width is nan (no spread to measure).
 
@@ -237,7 +234,7 @@ def mean_interval(x: Any, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
     m = x.mean(axis=axis)
     if n < 2:
         return m, np.full_like(m, np.nan)
-    t = _T95[n - 2] if n - 1 <= len(_T95) else 1.96
+    t = float(stats.t.ppf(0.5 + level / 2, n - 1))
     return m, t * x.std(axis=axis, ddof=1) / math.sqrt(n)
 
 

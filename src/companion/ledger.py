@@ -4,6 +4,26 @@ Each chapter calls :func:`record` with the rows its checks produced; the rows go
 ``data/claims/<chapter>.json`` (atomically) and are printed, rounded, so nbval compares them.
 :func:`assemble` merges every chapter's file into ``data/claims.json``.
 
+How a row is judged (one rule for the whole ledger):
+
+* A row quotes the paper's words it tests (``quote``, verbatim from ``shared/papers``, or from
+  ``NOTES.md`` where the copy lost the passage: ``source``) and says its ``basis``: ``paper`` (the
+  paper states it), ``derived`` (we derived it from the paper) or ``reading`` (the passage is
+  ambiguous or lost; the statement says which reading). Only ``paper`` rows count in a paper's
+  scorecard.
+* A number or bound the paper gives is compared with :func:`verdict` at the paper's tolerance or the
+  method's numerical error. A direction, existence or shape the paper states is a declared hypothesis
+  test at the one level :data:`ALPHA` (:func:`significant` for an effect the paper claims,
+  :func:`consistent` for a null it claims); the statistics come from :mod:`companion.fits`.
+* Statuses (:data:`STATUSES`): *reproduced*; *partly* (the paper states several cases, some hold and
+  some fail: :func:`cases` names them); *not-reproduced* (contradicted at the declared level);
+  *inconclusive* (the stored size cannot decide: ``needed`` says how many trials would);
+  *not-checkable*.
+* Sensitivity is computed, not typed: every :class:`Verdict` carries its status under the four
+  settings of :data:`SETTINGS` (tolerance x 0.8 and x 1.25, level 0.01 and 0.10); a row whose status
+  changes under any of them is ``fragile``. ``margin`` is in one unit on every row: decades (log10)
+  by which the deciding threshold (a tolerance or the level) would have to move to change the verdict.
+
 Rows of a second kind answer open questions the papers leave (the chapter "beyond"): their id
 starts with :data:`QUESTION_PREFIX`, their status is one of :data:`QUESTION_STATUSES` (from
 :func:`answer`), and they are kept apart: :func:`load` returns them only when asked
@@ -14,21 +34,35 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .provenance import atomic_write_text, repo_root
 
-__all__ = ["Claim", "Verdict", "verdict", "worst", "best", "graded", "within", "NOT_CHECKABLE", "STATUSES", "PAPERS", "record", "assemble", "load", "format_claims",
-           "QUESTION_STATUSES", "QUESTION_PREFIX", "answer", "is_question", "EDGE_MARGIN", "at_edge"]
+__all__ = ["Claim", "Verdict", "verdict", "significant", "consistent", "cases", "worst", "best", "graded", "within",
+           "NOT_CHECKABLE", "STATUSES", "BASES", "PAPERS", "ALPHA", "SETTINGS", "record", "assemble", "load",
+           "format_claims", "QUESTION_STATUSES", "QUESTION_PREFIX", "answer", "is_question", "at_edge", "fragile",
+           "counts", "paper_text", "quote_found"]
 
-STATUSES = ("reproduced", "partly", "not-reproduced", "not-checkable")
+STATUSES = ("reproduced", "partly", "not-reproduced", "inconclusive", "not-checkable")
+# What a row rests on: the paper's own statement, our derivation from it, or our reading of an unclear passage.
+BASES = ("paper", "derived", "reading")
 # Open questions (not a paper's claim): the answer a measurement gives, and the id prefix marking such rows.
 QUESTION_STATUSES = ("supported", "inconclusive", "refuted")
 QUESTION_PREFIX = "Q-"
 PAPERS = ("A", "B", "C", "D")
-KEYS = ("id", "paper", "where", "statement", "status", "measured", "expected", "tolerance", "chapter", "profile",
-        "experiment", "margin", "uncertainty")
+# The one significance level of the whole ledger, and the sensitivity settings every verdict is recomputed at:
+# (name, tolerance factor, level).
+ALPHA = 0.05
+SETTINGS = (("tolerance x 0.8", 0.8, ALPHA), ("tolerance x 1.25", 1.25, ALPHA),
+            ("level 0.01", 1.0, 0.01), ("level 0.10", 1.0, 0.10))
+# The papers' text, as in shared/papers/README.md; NOTES.md holds what the copies lost.
+PAPER_FILES = {"A": "lora-forgetting-mean-field.txt", "B": "low-temperature-concentration.txt",
+               "C": "spectral-selection.md", "D": "metastable-clustering-review-responses.txt"}
+NOTES = "NOTES.md"
+KEYS = ("id", "paper", "where", "statement", "quote", "source", "basis", "test", "status", "measured", "expected",
+        "tolerance", "uncertainty", "margin", "fragile", "needed", "why", "chapter", "profile", "experiment")
 
 
 def _round(v: Any, digits: int = 4) -> Any:
@@ -51,43 +85,93 @@ def _round(v: Any, digits: int = 4) -> Any:
         return str(v)
 
 
+_SEVERITY = {"reproduced": 0, "inconclusive": 1, "partly": 2, "not-reproduced": 3, "not-checkable": 4,
+             "supported": 0, "refuted": 3}
+
+
 @dataclasses.dataclass(frozen=True)
 class Verdict:
-    """A verdict and its margin: how far the measurement sits from the nearest other verdict, in
-    units of the tolerance (None where that has no meaning: a yes/no check, not-checkable).
+    """A verdict, its margin and its status under each sensitivity setting.
+
+    ``margin``: decades (log10) by which the deciding threshold (a tolerance, or the level of a test)
+    would have to move to change the verdict; None where no move of it can (a yes/no check, a bound
+    of 0, not-checkable). ``variants``: the status under each of :data:`SETTINGS` (empty: the same
+    under all). ``needed``: for an inconclusive test, the trials that would decide it. ``why``: the
+    cases that hold and fail, in words.
 
     Examples
     --------
-    >>> Verdict("partly", 0.5).status, NOT_CHECKABLE.margin
-    ('partly', None)
+    >>> Verdict("partly", 0.5).status, NOT_CHECKABLE.margin, Verdict("reproduced").fragile
+    ('partly', None, False)
+    >>> Verdict("reproduced", 0.05, variants=("reproduced", "not-reproduced", "reproduced", "reproduced")).fragile
+    True
     """
 
     status: str
     margin: float | None = None
+    variants: tuple[str, ...] = ()
+    needed: int | None = None
+    why: str = ""
 
     def __post_init__(self) -> None:
-        if self.status not in STATUSES + QUESTION_STATUSES:
-            raise ValueError(f"status must be one of {STATUSES + QUESTION_STATUSES}, got {self.status!r}")
+        allowed = STATUSES + QUESTION_STATUSES
+        if self.status not in allowed:
+            raise ValueError(f"status must be one of {allowed}, got {self.status!r}")
+        if self.variants and (len(self.variants) != len(SETTINGS) or any(v not in allowed for v in self.variants)):
+            raise ValueError(f"variants must be {len(SETTINGS)} statuses (one per ledger.SETTINGS), got {self.variants!r}")
+
+    @property
+    def fragile(self) -> bool:
+        """Whether the status changes under one of :data:`SETTINGS`."""
+        return any(v != self.status for v in self.variants)
+
+    def under(self, i: int) -> str:
+        """The status under the ``i``-th of :data:`SETTINGS` (``-1``: the declared setting)."""
+        return self.status if i < 0 or not self.variants else self.variants[i]
 
 
 NOT_CHECKABLE = Verdict("not-checkable")
-_ANSWERS = {"reproduced": "supported", "partly": "inconclusive", "not-reproduced": "refuted", "not-checkable": "inconclusive"}
+_ANSWERS = {"reproduced": "supported", "partly": "inconclusive", "not-reproduced": "refuted",
+            "inconclusive": "inconclusive", "not-checkable": "inconclusive"}
+
+
+def _decades(value: float, threshold: float) -> float | None:
+    """|log10(value / threshold)|: how far a threshold must be scaled to reach ``value`` (None: no scaling can)."""
+    if threshold == 0 or value == 0 or (value > 0) != (threshold > 0) or not math.isfinite(value):
+        return None
+    return float(f"{abs(math.log10(value / threshold)):.2g}")
+
+
+def _min_margin(margins: Iterable[float | None]) -> float | None:
+    known = [m for m in margins if m is not None]
+    return min(known) if known else None
+
+
+def _combine(rule: Callable[[list[str]], str], verdicts: Sequence[Verdict], **kw: Any) -> Verdict:
+    """Apply ``rule`` to the statuses of ``verdicts`` at the declared setting and at each of :data:`SETTINGS`."""
+    status = rule([v.status for v in verdicts])
+    variants = tuple(rule([v.under(i) for v in verdicts]) for i in range(len(SETTINGS)))
+    needed = [v.needed for v in verdicts if v.needed is not None]
+    kw.setdefault("margin", _min_margin(v.margin for v in verdicts))
+    return Verdict(status, variants=variants if any(x != status for x in variants) else (),
+                   needed=max(needed) if needed and status == "inconclusive" else None, **kw)
 
 
 def answer(v: Verdict) -> Verdict:
     """The answer to an open question from the verdict of its test: reproduced -> supported,
-    partly -> inconclusive, not-reproduced -> refuted, not-checkable -> inconclusive (margin kept).
+    partly, inconclusive, not-checkable -> inconclusive, not-reproduced -> refuted (margin kept).
 
     Examples
     --------
     >>> answer(verdict(0.02, 0.1)), answer(within(0.95, 0.1, 1.0)).status, answer(verdict(False)).status
-    (Verdict(status='supported', margin=0.8), 'inconclusive', 'refuted')
+    (Verdict(status='supported', margin=0.7, variants=(), needed=None, why=''), 'inconclusive', 'refuted')
     """
     if not isinstance(v, Verdict):
         raise TypeError(f"answer(v): v must be a Verdict, got {type(v).__name__}")
-    if v.status in QUESTION_STATUSES:
+    if v.status in QUESTION_STATUSES and all(x in QUESTION_STATUSES for x in v.variants):
         return v
-    return Verdict(_ANSWERS[v.status], v.margin)
+    return dataclasses.replace(v, status=_ANSWERS.get(v.status, v.status),
+                               variants=tuple(_ANSWERS.get(x, x) for x in v.variants))
 
 
 def is_question(row: Any) -> bool:
@@ -103,27 +187,37 @@ def is_question(row: Any) -> bool:
     return isinstance(rid, str) and rid.startswith(QUESTION_PREFIX)
 
 
+def _threshold_status(v: float, reproduced: float, partly: float | None, sign: float) -> str:
+    if sign * v <= sign * reproduced:
+        return "reproduced"
+    if partly is not None and sign * v <= sign * partly:
+        return "partly"
+    return "not-reproduced"
+
+
 def verdict(value: Any, reproduced: float | None = None, *, partly: float | None = None, better: str = "lower",
             scale: float | None = None) -> Verdict:
-    """The one rule that turns a measurement into a verdict.
+    """A number against the paper's number or bound: ``value`` within the tolerance ``reproduced``.
 
-    ``value`` is compared with two thresholds: ``reproduced`` (the tolerance) and, optionally, a
-    looser ``partly``. With ``better="lower"`` (an error, a violation), ``value <= reproduced`` is
-    reproduced, ``value <= partly`` partly, anything else (NaN included) not-reproduced;
-    ``better="higher"`` (a fraction, a score) mirrors it. A bool ``value`` is a yes/no check.
+    With ``better="lower"`` (an error, a violation) ``value <= reproduced`` is reproduced, anything
+    else (NaN included) not-reproduced; ``better="higher"`` mirrors it. A bool ``value`` is a yes/no
+    check (an exact property, a counterexample). The tolerance must be the paper's, or the numerical
+    error of the method (stated where the row says so): a pass mark the paper does not give is printed
+    in the row, not passed here. ``partly`` (a looser second threshold) and ``scale`` are kept for old
+    call sites only and will go.
 
-    The margin is the distance from ``value`` to the nearest threshold, divided by ``scale``
-    (default: ``|reproduced|``, or 1 when that is 0): how far the measurement must move to change the
-    verdict, in units of the tolerance.
+    The status is recomputed with the tolerance times 0.8 and 1.25 (:data:`SETTINGS`); the margin is
+    in decades of the tolerance.
 
     Examples
     --------
-    >>> verdict(0.02, 0.1)            # an error of 0.02 against a tolerance of 0.1
-    Verdict(status='reproduced', margin=0.8)
-    >>> verdict(0.3, 0.1, partly=0.5)
-    Verdict(status='partly', margin=2.0)
-    >>> verdict(0.9, 1.0, partly=0.5, better="higher")  # 90 % of trials where all should be
-    Verdict(status='partly', margin=0.1)
+    >>> verdict(0.02, 0.1)            # an error of 0.02 against a tolerance of 0.1: 0.7 decades to spare
+    Verdict(status='reproduced', margin=0.7, variants=(), needed=None, why='')
+    >>> v = verdict(0.95, 1.0)         # 5 % below the bound: tolerance x 0.8 flips it
+    >>> v.status, v.fragile, v.variants[0]
+    ('reproduced', True, 'not-reproduced')
+    >>> verdict(0.9, 1.0, better="higher").status
+    'not-reproduced'
     >>> verdict(float("nan"), 0.1).status, verdict(True).status, verdict(False).status
     ('not-reproduced', 'reproduced', 'not-reproduced')
     """
@@ -133,109 +227,197 @@ def verdict(value: Any, reproduced: float | None = None, *, partly: float | None
         return Verdict("reproduced" if bool(value) else "not-reproduced")
     if reproduced is None:
         raise ValueError("verdict: a numeric value needs the threshold 'reproduced'")
+    if scale is not None and not scale > 0:
+        raise ValueError(f"verdict: scale must be > 0, got {scale}")
     v = float(value)
     if not math.isfinite(v):
         return Verdict("not-reproduced")
     sign = 1.0 if better == "lower" else -1.0  # compare sign * value against sign * threshold, lower is better
-    thresholds = [reproduced] + ([partly] if partly is not None else [])
     if partly is not None and sign * partly < sign * reproduced:
         raise ValueError(f"verdict: partly={partly} must be looser than reproduced={reproduced} (better={better!r})")
-    if sign * v <= sign * reproduced:
-        status = "reproduced"
-    elif partly is not None and sign * v <= sign * partly:
-        status = "partly"
-    else:
-        status = "not-reproduced"
-    unit = scale if scale is not None else (abs(reproduced) or 1.0)
-    if unit <= 0:
-        raise ValueError(f"verdict: scale must be > 0, got {scale}")
-    margin = min(abs(v - t) for t in thresholds) / unit
-    return Verdict(status, float(f"{margin:.2g}"))  # two digits: a margin is read, not compared
+    status = _threshold_status(v, reproduced, partly, sign)
+    variants = tuple(_threshold_status(v, reproduced * f, None if partly is None else partly * f, sign)
+                     for _, f, _ in SETTINGS)
+    margin = _min_margin(_decades(v, t) for t in [reproduced] + ([partly] if partly is not None else []))
+    return Verdict(status, margin, variants if any(x != status for x in variants) else ())
 
 
-# A verdict is "at the edge" when its margin is below this: a fifth of the tolerance (a change of seed,
-# trial count or tolerance of that size would move it to the next verdict), so the page says so.
-EDGE_MARGIN = 0.2
+def _test_status(p: float, against: float | None, level: float) -> str:
+    if p < level:
+        return "reproduced"
+    if against is not None and against < level:
+        return "not-reproduced"
+    return "inconclusive"
 
 
-def at_edge(row: Any) -> bool:
-    """Whether a ledger row (a :class:`Claim` or its dict) or a :class:`Verdict` sits at the edge of its
-    verdict: a margin below :data:`EDGE_MARGIN` (a yes/no check or a not-checkable row has no margin).
+def _p(name: str, p: Any) -> float:
+    p = float(p)
+    if not 0.0 <= p <= 1.0:  # NaN fails too
+        raise ValueError(f"{name} must be a p-value in [0, 1], got {p}")
+    return p
+
+
+def significant(p: float, *, against: float | None = None, needed: int | None = None) -> Verdict:
+    """An effect the paper states (a direction, an existence, a shape) as a declared test at :data:`ALPHA`.
+
+    ``p``: the p-value of the test whose null is "no such effect" (one-sided where the statement
+    is); ``against``: the p-value of the opposite one-sided test, where the statement has a direction.
+    Reproduced when ``p < ALPHA``; not-reproduced when the opposite effect is significant; otherwise
+    inconclusive, and ``needed`` (from :func:`companion.fits.trials_needed`) says how many trials would
+    decide. The status is recomputed at the levels 0.01 and 0.10; the margin is in decades of the level.
 
     Examples
     --------
-    >>> at_edge(verdict(0.95, 1.0)), at_edge(verdict(0.5, 1.0)), at_edge(verdict(True))
-    (True, False, False)
-    >>> at_edge({"margin": 0.0, "status": "reproduced"}), at_edge({"margin": None})
-    (True, False)
+    >>> significant(1e-4).status, significant(0.3, against=0.7, needed=40).needed
+    ('reproduced', 40)
+    >>> significant(0.99, against=0.01).status
+    'not-reproduced'
+    >>> v = significant(0.03)          # significant at 0.05 and 0.10, not at 0.01
+    >>> v.status, v.fragile, v.margin
+    ('reproduced', True, 0.22)
     """
-    margin = row.get("margin") if isinstance(row, dict) else getattr(row, "margin", None)
-    return margin is not None and math.isfinite(float(margin)) and abs(float(margin)) < EDGE_MARGIN
+    p = _p("p", p)
+    against = None if against is None else _p("against", against)
+    status = _test_status(p, against, ALPHA)
+    variants = tuple(_test_status(p, against, level) for _, _, level in SETTINGS)
+    deciding = {"reproduced": [p], "not-reproduced": [against]}.get(status, [p] + ([against] if against is not None else []))
+    margin = _min_margin(_decades(x, ALPHA) for x in deciding)
+    return Verdict(status, margin, variants if any(x != status for x in variants) else (),
+                   needed=needed if status == "inconclusive" else None)
 
 
-_SEVERITY = {"reproduced": 0, "partly": 1, "not-reproduced": 2, "not-checkable": 3,
-             "supported": 0, "inconclusive": 1, "refuted": 2}
+def consistent(p: float) -> Verdict:
+    """A null the paper states ("the same for every rank", "independent of beta") as a declared test
+    at :data:`ALPHA`: reproduced unless the test of that null rejects it (``p < ALPHA``).
+
+    Examples
+    --------
+    >>> consistent(0.4).status, consistent(0.001).status, consistent(0.04).fragile
+    ('reproduced', 'not-reproduced', True)
+    """
+    p = _p("p", p)
+    rule = lambda level: "not-reproduced" if p < level else "reproduced"
+    status = rule(ALPHA)
+    variants = tuple(rule(level) for _, _, level in SETTINGS)
+    return Verdict(status, _decades(p, ALPHA), variants if any(x != status for x in variants) else ())
+
+
+def _cases_rule(statuses: list[str]) -> str:
+    held = "reproduced" in statuses or "supported" in statuses
+    failed = "not-reproduced" in statuses or "refuted" in statuses or "partly" in statuses
+    if all(s == "not-checkable" for s in statuses):
+        return "not-checkable"
+    if held and failed:
+        return "partly"
+    if failed:
+        return "not-reproduced"
+    if all(s in ("reproduced", "supported") for s in statuses):
+        return "reproduced"
+    return "inconclusive"
+
+
+def cases(named: Mapping[str, Verdict]) -> Verdict:
+    """A statement the paper makes for several cases, each judged on its own: reproduced when all hold,
+    partly when some hold and some fail, not-reproduced when none holds and some fail, inconclusive
+    when none fails and some cannot be decided. ``why`` names the cases in each group.
+
+    Examples
+    --------
+    >>> v = cases({"beta = 1": verdict(0.01, 0.1), "beta = 10": verdict(0.3, 0.1)})
+    >>> v.status, v.why
+    ('partly', 'holds: beta = 1; fails: beta = 10')
+    >>> cases({"a": verdict(True), "b": significant(0.4, needed=90)}).needed
+    90
+    """
+    if not named:
+        raise ValueError("cases() needs at least one case")
+    groups = {"holds": [], "fails": [], "undecided": []}
+    for name, v in named.items():
+        key = ("holds" if v.status in ("reproduced", "supported") else
+               "fails" if v.status in ("not-reproduced", "refuted", "partly") else "undecided")
+        groups[key].append(name)
+    why = "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items() if v)
+    return _combine(_cases_rule, list(named.values()), why=why)
 
 
 def worst(*verdicts: Verdict) -> Verdict:
-    """A claim made of several conditions that must all hold: the worst status, with the smallest
-    margin among the verdicts of that status.
+    """A claim made of several conditions that must all hold: the worst status (under every setting),
+    with the smallest margin.
 
     Examples
     --------
-    >>> worst(verdict(0.01, 0.1), verdict(0.05, 0.1), verdict(0.2, 0.1, partly=0.5))
-    Verdict(status='partly', margin=1.0)
+    >>> worst(verdict(0.01, 0.1), verdict(0.05, 0.1), verdict(0.2, 0.1)).status
+    'not-reproduced'
     """
     if not verdicts:
         raise ValueError("worst() needs at least one verdict")
-    status = max((v.status for v in verdicts), key=_SEVERITY.__getitem__)
-    margins = [v.margin for v in verdicts if v.status == status and v.margin is not None]
-    return Verdict(status, min(margins) if margins else None)
+    return _combine(lambda s: max(s, key=_SEVERITY.__getitem__), verdicts)
 
 
 def best(*verdicts: Verdict) -> Verdict:
-    """A claim that holds when any one condition does: the best status, with the largest margin
-    among the verdicts of that status.
+    """A claim that holds when any one condition does: the best status (under every setting).
 
     Examples
     --------
-    >>> best(verdict(0.3, 0.1), verdict(0.05, 0.1))
-    Verdict(status='reproduced', margin=0.5)
+    >>> best(verdict(0.3, 0.1), verdict(0.05, 0.1)).status
+    'reproduced'
     """
     if not verdicts:
         raise ValueError("best() needs at least one verdict")
-    status = min((v.status for v in verdicts), key=_SEVERITY.__getitem__)
-    margins = [v.margin for v in verdicts if v.status == status and v.margin is not None]
-    return Verdict(status, max(margins) if margins else None)
+    return _combine(lambda s: min(s, key=_SEVERITY.__getitem__), verdicts)
 
 
 def graded(needed: Sequence[Verdict], wanted: Sequence[Verdict]) -> Verdict:
-    """Not-reproduced unless every ``needed`` condition holds; partly unless every ``wanted`` one holds too.
+    """Not-reproduced unless every ``needed`` condition holds; partly unless every ``wanted`` one holds too
+    (use only where the paper states both parts: ``wanted`` are its further cases).
 
     Examples
     --------
     >>> graded([verdict(True)], [verdict(0.2, 0.1)]).status, graded([verdict(False)], [verdict(True)]).status
     ('partly', 'not-reproduced')
     """
-    need = worst(*needed)
-    if need.status != "reproduced":
-        return Verdict("not-reproduced", need.margin)
-    want = worst(*wanted)
-    return want if want.status == "reproduced" else Verdict("partly", want.margin)
+    k = len(needed)
+
+    def rule(s: list[str]) -> str:
+        if max(s[:k], key=_SEVERITY.__getitem__) != "reproduced":
+            return "not-reproduced"
+        return "reproduced" if all(x == "reproduced" for x in s[k:]) else "partly"
+
+    return _combine(rule, list(needed) + list(wanted))
 
 
 def within(value: float, err: float, threshold: float, better: str = "lower", scale: float | None = None) -> Verdict:
-    """``value ± err`` against ``threshold``: reproduced when the whole interval passes, not-reproduced
-    when none of it does, partly when it straddles the threshold (the measurement cannot decide).
+    """``value ± err`` against the paper's ``threshold``: reproduced when the whole interval passes,
+    not-reproduced when none of it does, inconclusive when it straddles the threshold.
 
     Examples
     --------
     >>> [within(v, 0.1, 1.0).status for v in (0.5, 0.95, 1.5)]
-    ['reproduced', 'partly', 'not-reproduced']
+    ['reproduced', 'inconclusive', 'not-reproduced']
     """
     sign = 1.0 if better == "lower" else -1.0
-    return graded([verdict(value - sign * err, threshold, better=better, scale=scale)],
-                  [verdict(value + sign * err, threshold, better=better, scale=scale)])
+    lo, hi = verdict(value - sign * err, threshold, better=better), verdict(value + sign * err, threshold, better=better)
+
+    def rule(s: list[str]) -> str:
+        return {("reproduced", "reproduced"): "reproduced"}.get(tuple(s), "not-reproduced" if s[0] != "reproduced" else "inconclusive")
+
+    return _combine(rule, [lo, hi])
+
+
+def fragile(row: Any) -> bool:
+    """Whether a ledger row (a :class:`Claim` or its dict) or a :class:`Verdict` changes its status
+    under one of :data:`SETTINGS`.
+
+    Examples
+    --------
+    >>> fragile(verdict(0.95, 1.0)), fragile(verdict(0.5, 1.0)), fragile({"fragile": True})
+    (True, False, True)
+    """
+    return bool(row.get("fragile") if isinstance(row, dict) else getattr(row, "fragile", False))
+
+
+# "At the edge" is one thing on every row: the verdict is fragile.
+at_edge = fragile
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,45 +433,65 @@ class Claim:
     where : str
         Section, theorem or figure, e.g. ``"Prop. 3.1"``.
     statement : str
-        The claim in one sentence.
+        The claim as we test it, in one sentence.
+    quote : str
+        The paper's words the row tests, verbatim from its copy in ``shared/papers`` (maths as the
+        copy writes it), or from ``NOTES.md`` where ``source`` says so.
+    source : str
+        ``""`` (the paper's own copy) or ``"NOTES.md"`` (a passage the copy lost, recovered there).
+    basis : str
+        One of :data:`BASES`: ``paper`` (the paper states it), ``derived`` (we derived it from the
+        paper; the statement says from what) or ``reading`` (an unclear passage; the statement says
+        which reading). Only ``paper`` rows count in a paper's scorecard.
+    test : str
+        What decides the verdict, in words: the paper's number and tolerance, or the declared test.
     status : str
-        One of :data:`STATUSES`; give ``verdict=`` (from :func:`verdict`) instead to record the margin too.
+        One of :data:`STATUSES`; give ``verdict=`` instead to record the margin and sensitivity too.
     measured, expected, tolerance
         Numbers (or short strings) behind the verdict; floats are rounded to 4 significant figures.
-    chapter : str
-        The chapter whose checks produced the row (filled in by the experiment registry).
-    profile : str
-        The profile of the result the verdict comes from (``fast``, ``full``, ``custom``; filled in
-        by the registry).
-    experiment : str
-        The registered experiment whose result the row judges (filled in by the registry); the
-        book's section discussing it is labelled ``sec-<experiment>``.
-    margin : float or None
-        Distance to the nearest other verdict in units of the tolerance (see :func:`verdict`).
     uncertainty : number, str or None
-        The measurement's uncertainty where it has one (a standard error, a spread over seeds).
+        The measurement's uncertainty where it has one (a standard error, an interval, a p-value).
+    margin : float or None
+        Decades by which the deciding threshold must move to change the verdict (see :class:`Verdict`).
+    fragile : bool
+        The status changes with the tolerance x 0.8 or x 1.25, or at the level 0.01 or 0.10.
+    needed : int or None
+        For an inconclusive row: how many trials would decide it (a power estimate).
+    why : str
+        For a partly or not-reproduced row: which cases hold and which fail, in words.
+    chapter, profile, experiment : str
+        Filled in by the experiment registry: the chapter, the profile of the judged result, and the
+        experiment (whose book section is labelled ``sec-<experiment>``).
 
     Examples
     --------
     >>> c = Claim(id="X-1", paper="A", where="Prop. 3.1", statement="W2 stays below the bound",
-    ...           verdict=verdict(0.1234567, 1.0), measured=0.1234567, expected="<= 1", tolerance=1.0)
-    >>> c.status, c.margin, c.as_dict()["measured"]
-    ('reproduced', 0.88, 0.1235)
+    ...           quote="the bound holds", basis="paper", verdict=verdict(0.1234567, 1.0), measured=0.1234567,
+    ...           expected="<= 1", tolerance=1.0)
+    >>> c.status, c.margin, c.fragile, c.as_dict()["measured"]
+    ('reproduced', 0.91, False, 0.1235)
     """
 
     id: str
     paper: str
     where: str
     statement: str
+    quote: str = ""
+    source: str = ""
+    basis: str = ""
+    test: str = ""
     status: str = ""
     measured: Any = None
     expected: Any = None
     tolerance: Any = None
+    uncertainty: Any = None
+    margin: float | None = None
+    fragile: bool = False
+    needed: int | None = None
+    why: str = ""
     chapter: str = ""
     profile: str = ""
     experiment: str = ""
-    margin: float | None = None
-    uncertainty: Any = None
     verdict: dataclasses.InitVar[Verdict | None] = None
 
     def __post_init__(self, verdict: Verdict | None) -> None:
@@ -298,6 +500,11 @@ class Claim:
                 raise ValueError(f"claim {self.id}: status {self.status!r} contradicts verdict {verdict.status!r}")
             object.__setattr__(self, "status", verdict.status)
             object.__setattr__(self, "margin", verdict.margin)
+            object.__setattr__(self, "fragile", verdict.fragile)
+            if self.needed is None:
+                object.__setattr__(self, "needed", verdict.needed)
+            if not self.why:
+                object.__setattr__(self, "why", verdict.why)
         if self.paper not in PAPERS:
             raise ValueError(f"paper must be one of {PAPERS}, got {self.paper!r}")
         if not self.id or not isinstance(self.id, str):
@@ -305,6 +512,10 @@ class Claim:
         allowed = QUESTION_STATUSES if is_question(self.id) else STATUSES  # an open question is answered, not reproduced
         if self.status not in allowed:
             raise ValueError(f"claim {self.id}: status must be one of {allowed}, got {self.status!r}")
+        if self.basis not in BASES + ("",):
+            raise ValueError(f"claim {self.id}: basis must be one of {BASES}, got {self.basis!r}")
+        if self.source not in ("", NOTES):
+            raise ValueError(f"claim {self.id}: source must be '' (the paper) or {NOTES!r}, got {self.source!r}")
 
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -319,25 +530,26 @@ def _claims_dir(root: Path | None = None) -> Path:
 
 def format_claims(rows: Sequence[dict[str, Any]]) -> str:
     """A plain-text table of ledger rows: status, id, measured (± uncertainty), expected, tolerance,
-    and, where known, the margin to the next verdict and the profile the verdict comes from.
+    and, where known, the margin (decades), whether the row is fragile, and the profile.
 
     Examples
     --------
     >>> row = Claim(id="X-1", paper="A", where="Prop. 3.1", statement="s", verdict=verdict(0.5, 1.0), measured=0.5,
     ...             expected="<= 1", tolerance=1.0, uncertainty=0.05, profile="fast").as_dict()
     >>> print(format_claims([row]))
-    [    reproduced] X-1: measured 0.5 ± 0.05 vs expected '<= 1' (tol 1.0; margin 0.5; fast)
-    >>> print(format_claims([dict(row, measured=0.9, margin=0.1)]))
-    [    reproduced] X-1: measured 0.9 ± 0.05 vs expected '<= 1' (tol 1.0; margin 0.1 (at the edge); fast)
+    [    reproduced] X-1: measured 0.5 ± 0.05 vs expected '<= 1' (tol 1.0; margin 0.3 dec; fast)
+    >>> print(format_claims([dict(row, measured=0.9, margin=0.046, fragile=True)]))
+    [    reproduced] X-1: measured 0.9 ± 0.05 vs expected '<= 1' (tol 1.0; margin 0.046 dec; fragile; fast)
     """
     lines = []
     for r in rows:
         u = r.get("uncertainty")
         unc = "" if u is None else (f" ({u})" if isinstance(u, str) else f" ± {u!r}")  # a spread, or words saying what it is
-        margin = f"margin {r['margin']!r}" + (" (at the edge)" if at_edge(r) else "") if r.get("margin") is not None else ""
-        extra = "".join(f"; {x}" for x in (margin, r.get("profile") or "") if x)
+        margin = f"margin {r['margin']!r} dec" if r.get("margin") is not None else ""
+        needed = f"decided by about {r['needed']} trials" if r.get("needed") is not None else ""
+        extra = "".join(f"; {x}" for x in (margin, "fragile" if fragile(r) else "", needed, r.get("profile") or "") if x)
         lines.append(f"[{r['status']:>14}] {r['id']}: measured {r['measured']!r}{unc} vs expected {r['expected']!r} "
-                     f"(tol {r['tolerance']!r}{extra})")
+                     f"(tol {r.get('tolerance')!r}{extra})")
     return "\n".join(lines)
 
 
@@ -351,10 +563,10 @@ def record(chapter: str, claims: Iterable[Claim], *, root: Path | None = None, e
     --------
     >>> import tempfile, pathlib
     >>> root = pathlib.Path(tempfile.mkdtemp())
-    >>> claim = Claim(id="X-1", paper="A", where="Eq. 1", statement="s", verdict=verdict(1 / 3 - 0.3, 0.01, partly=0.05),
+    >>> claim = Claim(id="X-1", paper="A", where="Eq. 1", statement="s", verdict=verdict(1 / 3 - 0.3, 0.01),
     ...               measured=1 / 3, expected=0.3, tolerance=0.01)
     >>> rows = record("intro", [claim], root=root)
-    [        partly] X-1: measured 0.3333 vs expected 0.3 (tol 0.01; margin 1.7)
+    [not-reproduced] X-1: measured 0.3333 vs expected 0.3 (tol 0.01; margin 0.52 dec)
     >>> (root / "data" / "claims" / "intro.json").exists(), [r["id"] for r in load(root)]
     (True, ['X-1'])
     >>> len(assemble(root)), (root / "data" / "claims.json").exists()
@@ -396,6 +608,59 @@ def load(root: Path | None = None, *, questions: bool = False) -> list[dict[str,
     for f in sorted(_claims_dir(root).glob("*.json")):
         rows.extend(r for r in json.loads(f.read_text()) if is_question(r) == bool(questions))
     return sorted(rows, key=lambda r: (r["chapter"], r["id"]))
+
+
+def counts(rows: Iterable[Mapping[str, Any]], paper: str | None = None) -> dict[str, int]:
+    """A scorecard line: the statuses of the rows whose basis is ``paper`` (the paper's own statements),
+    plus ``"our derivations"``, the derived and reading rows counted apart (and ``"fragile"`` among the
+    paper rows). ``paper``: only that paper's rows.
+
+    Examples
+    --------
+    >>> rows = [{"paper": "A", "basis": "paper", "status": "reproduced", "fragile": True},
+    ...         {"paper": "A", "basis": "derived", "status": "not-reproduced"}]
+    >>> counts(rows)
+    {'reproduced': 1, 'partly': 0, 'not-reproduced': 0, 'inconclusive': 0, 'not-checkable': 0, 'fragile': 1, 'our derivations': 1}
+    """
+    rows = [r for r in rows if paper is None or r["paper"] == paper]
+    own = [r for r in rows if r.get("basis") == "paper"]
+    out = {s: sum(r["status"] == s for r in own) for s in STATUSES}
+    out["fragile"] = sum(fragile(r) for r in own)
+    out["our derivations"] = len(rows) - len(own)
+    return out
+
+
+def papers_dir() -> Path:
+    """Where the papers' text lies: ``$COMPANION_PAPERS``, else ``shared/papers`` beside the repository."""
+    import os
+
+    env = os.environ.get("COMPANION_PAPERS")
+    return Path(env) if env else repo_root().parent / "shared" / "papers"
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def paper_text(paper: str, source: str = "") -> str:
+    """The text a quote of ``paper`` is looked up in (whitespace collapsed): the paper's copy, or
+    ``NOTES.md`` when ``source`` names it. Raises FileNotFoundError where the papers are not here."""
+    if paper not in PAPERS:
+        raise ValueError(f"paper must be one of {PAPERS}, got {paper!r}")
+    name = NOTES if source == NOTES else PAPER_FILES[paper]
+    return _normal((papers_dir() / name).read_text(encoding="utf-8"))
+
+
+def quote_found(row: Mapping[str, Any]) -> bool:
+    """Whether a row's ``quote`` stands verbatim (whitespace normalised) in the text it names.
+
+    Examples
+    --------
+    >>> quote_found({"paper": "A", "quote": "", "source": ""})
+    False
+    """
+    quote = _normal(str(row.get("quote") or ""))
+    return bool(quote) and quote in paper_text(row["paper"], row.get("source", ""))
 
 
 def assemble(root: Path | None = None) -> list[dict[str, Any]]:

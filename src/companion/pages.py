@@ -12,7 +12,7 @@ import platform
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .ledger import EDGE_MARGIN, at_edge
+from .ledger import at_edge
 from .provenance import repo_root
 from .store import code_status, load_from, load_run, results_dir, stale
 
@@ -547,10 +547,10 @@ def verdict_box(rows: Any) -> _Shown:
         if r.get("tolerance") is not None:
             parts.append(f"tolerance {_text(r['tolerance'])}")
         if r.get("margin") is not None:
-            parts.append(f"margin {r['margin']!r}" + (" (at the edge)" if at_edge(r) else ""))
+            parts.append(f"margin {r['margin']!r} decades" + (" (fragile)" if at_edge(r) else ""))
         detail = "; ".join(parts)
         text_rows.append(f"{r['status']:<15} {r['id']} ({r['where']}): {detail}")
-        edge = (f'<span class="verdict-edge" title="margin below {EDGE_MARGIN:g}: a small change flips it">at the edge</span>'
+        edge = (f'<span class="verdict-edge" title="the status changes with the tolerance x 0.8 or x 1.25, or at the level 0.01 or 0.10">fragile</span>'
                 if at_edge(r) else "")
         html_rows.append(
             f'<div class="verdict verdict-{STATUS_CLASSES.get(r["status"], "na")}">'

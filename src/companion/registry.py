@@ -40,7 +40,8 @@ from typing import Any, Callable, Iterator, Mapping
 
 
 __all__ = [
-    "Experiment", "PaperScale", "experiment", "claims_for", "check_stem", "sweep_point", "registry", "get", "judge",
+    "Experiment", "PaperScale", "experiment", "claims_for", "summary_for", "check_stem", "sweep_point", "registry", "get", "judge",
+    "summarize",
     "CHAPTER_PREFIXES", "PROFILES", "current_profile", "to_numpy", "output_folder", "writing_to",
 ]
 
@@ -293,6 +294,7 @@ class Experiment:
     description: str
     plot: Callable[..., Any] | None = None
     claims: Callable[..., list] | None = None
+    summary: Callable[..., dict[str, Any]] | None = None
     point: Callable[..., dict[str, Any]] | None = None
     assemble: Callable[..., dict[str, Any]] | None = None
     grid: Callable[..., list[dict[str, Any]]] | None = None
@@ -346,6 +348,11 @@ class Experiment:
         known = {f.name for f in dataclasses.fields(self.config)}
         return configure(self.config, self.profiles["fast"], {k: _plain(v) for k, v in stored.items() if k in known},
                          f"experiment {self.name!r} (stored config)")
+
+    def summarize(self, result: Mapping[str, Any]) -> dict[str, Any]:
+        """Every number the chapter's prose and the claims read, computed once from ``result``
+        (``summary(result) -> dict``; {} without a summary function)."""
+        return {} if self.summary is None else dict(self.summary(result))
 
     def judge(self, result: Mapping[str, Any]) -> list:
         """The ledger rows of ``result`` (chapter and profile filled in); [] without a claims function."""
@@ -567,6 +574,43 @@ def claims_for(name: str) -> Callable:
     return deco
 
 
+def summary_for(name: str) -> Callable:
+    """Decorator registering ``summary(result) -> dict`` for the experiment ``name``: every number its
+    chapter's prose and its claims read, computed once (a chapter glues these values and computes
+    nothing; a sentence that compares reads a value computed here). Named ``<stem>_summary``.
+
+    Examples
+    --------
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class Cfg:
+    ...     x: float = 0.5
+    ...     seed: int = 0
+    >>> @experiment("_doc-third", chapter="_doc", profiles={"fast": Cfg(), "full": Cfg()})
+    ... def third(cfg, generator, device):
+    ...     "x, measured."
+    ...     return {"x": cfg.x}
+    >>> @summary_for("_doc-third")
+    ... def third_summary(result):
+    ...     return {"error": abs(result["x"] - 0.5), "exact": result["x"] == 0.5}
+    >>> summarize(third(x=0.75))
+    {'error': 0.25, 'exact': False}
+    >>> del _REGISTRY["_doc-third"]
+    """
+
+    def deco(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+        exp = _registered(name, "summary_for")
+        if exp.summary is not None and exp.summary.__qualname__ != fn.__qualname__:
+            raise ValueError(f"summary_for({name!r}): the experiment already has a summary function ({exp.summary.__qualname__})")
+        if not exp.chapter.startswith("_"):
+            stem = name[len(CHAPTER_PREFIXES[exp.chapter]) + 1:].replace("-", "_")
+            if fn.__name__ != f"{stem}_summary":
+                raise ValueError(f"experiment {name!r}: its summary function must be called {stem}_summary, not {fn.__name__}")
+        _REGISTRY[name] = dataclasses.replace(exp, summary=fn)
+        return fn
+
+    return deco
+
+
 def sweep_point(name: str, assemble: Callable[..., dict[str, Any]], grid: Callable[..., list[dict[str, Any]]]) -> Callable:
     """Decorator registering ``point(cfg, device, **params) -> dict`` as one grid point of ``name``.
 
@@ -672,6 +716,13 @@ def get(name: str) -> Experiment:
     if name not in reg:
         raise ValueError(f"unknown experiment {name!r}; known: {', '.join(reg) or '(none)'}")
     return reg[name]
+
+
+def summarize(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary of a result of a registered experiment (it names its experiment): see :func:`summary_for`."""
+    if "experiment" not in result:
+        raise ValueError("summarize(result): the result names no experiment (results of Experiment.run carry 'experiment')")
+    return get(str(result["experiment"])).summarize(result)
 
 
 def judge(result: Mapping[str, Any]) -> list:
