@@ -381,7 +381,7 @@ def machine() -> dict[str, Any]:
 # Each object renders as HTML on the page and as plain text (what nbval compares) in the notebook.
 
 # One colour per verdict word, the same on every page (book/_static/companion.css styles the boxes).
-STATUS_CLASSES = {"reproduced": "ok", "supported": "ok", "partly": "partly", "inconclusive": "partly",
+STATUS_CLASSES = {"reproduced": "ok", "supported": "ok", "partly": "partly", "inconclusive": "na",
                   "not-reproduced": "bad", "refuted": "bad", "not-checkable": "na"}
 
 
@@ -515,9 +515,32 @@ class _Shown:
         return self.text
 
 
+# What a row rests on, in the words a verdict box uses (ledger.BASES).
+BASIS_WORDS = {"paper": "the paper states", "derived": "our derivation", "reading": "our reading"}
+
+
+def _detail(r: Mapping[str, Any]) -> str:
+    """A row's numbers in one line: measured (uncertainty) against expected, tolerance, margin, fragile, trials needed."""
+    line = f"measured {_text(r['measured'])}"
+    u = r.get("uncertainty")
+    if u is not None:
+        line += f" ({u})" if isinstance(u, str) else f" ± {u!r}"
+    parts = [line + f" vs expected {_text(r['expected'])}"]
+    if r.get("tolerance") is not None:
+        parts.append(f"tolerance {_text(r['tolerance'])}")
+    if r.get("margin") is not None:
+        parts.append(f"margin {r['margin']!r} decades")
+    if at_edge(r):
+        parts.append("fragile")
+    if r.get("needed") is not None:
+        parts.append(f"about {r['needed']} trials would decide")
+    return "; ".join(parts)
+
+
 def verdict_box(rows: Any) -> _Shown:
-    """The verdicts of one result as boxes: the status as colour and word, the claim, measured
-    against expected, the tolerance, the uncertainty and the margin to the next verdict.
+    """The verdicts of one result as boxes: the status as colour and word, the claim, the paper's words it
+    tests and what it rests on (basis), measured against expected, why (for partly and not-reproduced),
+    the margin (decades), whether it is fragile, and the trials that would decide an inconclusive row.
 
     ``rows``: a result of a registered experiment (judged here), or ledger rows (Claims or dicts).
 
@@ -525,12 +548,13 @@ def verdict_box(rows: Any) -> _Shown:
     --------
     >>> from companion import ledger
     >>> row = ledger.Claim(id="X-1", paper="A", where="Prop. 3.1", statement="W2 stays below the bound",
+    ...                    quote="W2 stays below", basis="paper", test="the bound",
     ...                    verdict=ledger.verdict(0.5, 1.0), measured=0.5, expected="<= 1", tolerance=1.0)
     >>> box = verdict_box([row])
     >>> print(box)
-    reproduced      X-1 (Prop. 3.1): measured 0.5 vs expected <= 1; tolerance 1.0; margin 0.5
-    >>> 'class="verdict verdict-ok"' in box._repr_html_()
-    True
+    reproduced      X-1 (Prop. 3.1; the paper states): measured 0.5 vs expected <= 1; tolerance 1.0; margin 0.3 decades
+    >>> 'class="verdict verdict-ok"' in box._repr_html_(), "W2 stays below" in box._repr_html_()
+    (True, True)
     """
     from .registry import judge
 
@@ -539,24 +563,23 @@ def verdict_box(rows: Any) -> _Shown:
     rows = [r.as_dict() if hasattr(r, "as_dict") else dict(r) for r in rows]
     html_rows, text_rows = [], []
     for r in rows:
-        parts = [f"measured {_text(r['measured'])}"]
-        if r.get("uncertainty") is not None:
-            u = r["uncertainty"]
-            parts[0] += f" ({u})" if isinstance(u, str) else f" ± {u!r}"
-        parts[0] += f" vs expected {_text(r['expected'])}"
-        if r.get("tolerance") is not None:
-            parts.append(f"tolerance {_text(r['tolerance'])}")
-        if r.get("margin") is not None:
-            parts.append(f"margin {r['margin']!r} decades" + (" (fragile)" if at_edge(r) else ""))
-        detail = "; ".join(parts)
-        text_rows.append(f"{r['status']:<15} {r['id']} ({r['where']}): {detail}")
-        edge = (f'<span class="verdict-edge" title="the status changes with the tolerance x 0.8 or x 1.25, or at the level 0.01 or 0.10">fragile</span>'
-                if at_edge(r) else "")
+        detail = _detail(r)
+        basis = BASIS_WORDS.get(r.get("basis") or "", "")
+        head = f"{r['where']}; {basis}" if basis else r["where"]
+        text_rows.append(f"{r['status']:<15} {r['id']} ({head}): {detail}" + (f"\n{'':<15} why: {r['why']}" if r.get("why") else ""))
+        edge = ('<span class="verdict-edge" title="the status changes with the tolerance x 0.8 or x 1.25, or at the level '
+                '0.01 or 0.10">fragile</span>' if at_edge(r) else "")
+        quote = ""
+        if r.get("quote"):
+            src = " (recovered in the notes on the paper)" if r.get("source") else ""
+            quote = (f'<span class="verdict-quote"><span class="verdict-basis">{_esc(basis)}{_esc(src)}:</span> '
+                     f'&ldquo;{statement_html(r["quote"])}&rdquo;</span>')
+        why = f'<span class="verdict-why">{_esc(r["why"])}</span>' if r.get("why") else ""
         html_rows.append(
             f'<div class="verdict verdict-{STATUS_CLASSES.get(r["status"], "na")}">'
             f'<span class="verdict-status">{_esc(r["status"])}{edge}</span>'
             f'<span class="verdict-claim"><b>{_esc(r["where"])}</b>: {statement_html(r["statement"])}</span>'
-            f'<span class="verdict-numbers">{_esc(detail)}</span>'
+            f'{quote}<span class="verdict-numbers">{_esc(detail)}</span>{why}'
             f'<span class="verdict-id">{_esc(r["id"])}</span></div>')
     return _Shown('<div class="verdicts">' + "".join(html_rows) + "</div>", "\n".join(text_rows))
 
@@ -601,13 +624,13 @@ def ledger_table(rows: Any, link: Callable[[Mapping[str, Any]], str] | None = No
     """
     rows = [r.as_dict() if hasattr(r, "as_dict") else dict(r) for r in rows]
     text = "\n".join(f"{r['status']:<15} {r['id']} ({r['where']}): measured {_text(r['measured'])} vs expected "
-                     f"{_text(r['expected'])}" + (" (at the edge)" if at_edge(r) else "") for r in rows)
+                     f"{_text(r['expected'])}" + (" (fragile)" if at_edge(r) else "") for r in rows)
     body = []
     for r in rows:
         where = _esc(r["where"])
         if link is not None:
             where = f'<a href="{_esc(link(r))}">{where}</a>'
-        edge = ' <span class="verdict-edge">at the edge</span>' if at_edge(r) else ""
+        edge = ' <span class="verdict-edge">fragile</span>' if at_edge(r) else ""
         body.append(f'<tr><td>{where}</td><td><span class="status status-{STATUS_CLASSES.get(r["status"], "na")}">'
                     f'{_esc(r["status"])}</span>{edge}</td><td>{statement_html(r["statement"])}</td>'
                     f'<td>{_esc(_text(r["measured"]))}</td><td>{_esc(_text(r["expected"]))}</td></tr>')
