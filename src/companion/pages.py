@@ -9,8 +9,9 @@ import dataclasses
 
 import json
 import platform
+import re
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from .ledger import at_edge
 from .provenance import repo_root
@@ -18,7 +19,7 @@ from .store import code_status, load_from, load_run, results_dir, stale
 
 __all__ = ["show_stored", "stored_full", "show_full", "figure_sources", "chapter_times", "machine", "source_line",
            "retimed", "paper_figure", "verdict_box", "numbers_table", "ledger_table", "book_figures", "count_line", "section_link",
-           "STATUS_CLASSES"]
+           "STATUS_CLASSES", "BASIS_WORDS", "paper_order", "claims_frame", "rereading", "rereading_counts"]
 
 
 def show_stored(name: str, profile: str = "full", root: Path | str | None = None) -> dict[str, Any] | None:
@@ -685,3 +686,92 @@ def section_link(row: Mapping[str, Any], page: str | None = None) -> str:
     """
     anchor = f"#sec-{row.get('experiment') or ''}" if row.get("experiment") else ""
     return anchor if page in (None, row.get("chapter")) else f"{row['chapter']}.html{anchor}"
+
+
+def paper_order(row: Mapping[str, Any]) -> tuple:
+    """Sort key of a ledger row in the papers' own order: paper, then the numbers of its section or
+    result (``"Sec. 4.1"`` before ``"Sec. 4.10"``).
+
+    Examples
+    --------
+    >>> rows = [{"paper": "A", "where": "Sec. 4.10"}, {"paper": "A", "where": "Sec. 4.2"}, {"paper": "A", "where": "App. C"}]
+    >>> [r["where"] for r in sorted(rows, key=paper_order)]
+    ['App. C', 'Sec. 4.2', 'Sec. 4.10']
+    """
+    parts = re.split(r"(\d+)", str(row["where"]))
+    return (row["paper"], [(0, int(x), "") if x.isdigit() else (1, 0, x.lower()) for x in parts if x])
+
+
+def _plain(v: Any) -> str:
+    if isinstance(v, list):
+        v = ", ".join(str(x) for x in v)
+    return str(v).replace("\n", " ")
+
+
+def claims_frame(rows: Sequence[Mapping[str, Any]], page: str = "claims") -> tuple[Any, str]:
+    """The claims table of the "What reproduces" page, in the papers' order: a pandas DataFrame of HTML
+    cells (result linked to its section, status with "fragile", basis, claim, measured, expected) and its
+    plain text, one row a line (what nbval compares: the interactive table carries random ids).
+
+    Examples
+    --------
+    >>> row = {"paper": "A", "where": "Prop. 3.1", "status": "reproduced", "basis": "paper", "statement": "s",
+    ...        "measured": 0.5, "expected": "<= 1", "id": "X-1", "chapter": "stability", "experiment": "stability-prop31"}
+    >>> frame, text = claims_frame([row])
+    >>> print(text)
+    A | Prop. 3.1 | reproduced | paper | X-1 | 0.5 | <= 1
+    >>> list(frame.columns)
+    ['paper', 'result', 'status', 'basis', 'claim', 'measured', 'expected']
+    """
+    import pandas as pd
+
+    ordered = sorted(rows, key=paper_order)
+    frame = pd.DataFrame({
+        "paper": [r["paper"] for r in ordered],
+        "result": [f'<a id="row-{_esc(r["id"])}" href="{section_link(r, page=page)}">{_esc(r["where"])}</a>' for r in ordered],
+        "status": [f'<span class="status status-{STATUS_CLASSES.get(r["status"], "na")}">{r["status"]}</span>'
+                   + (' <span class="verdict-edge">fragile</span>' if at_edge(r) else "") for r in ordered],
+        "basis": [_esc(r.get("basis") or "") for r in ordered],
+        "claim": [statement_html(r["statement"]) for r in ordered],
+        "measured": [_esc(_plain(r["measured"])) for r in ordered],
+        "expected": [_esc(_plain(r["expected"])) for r in ordered],
+    })
+    text = "\n".join(f"{r['paper']} | {r['where']} | {r['status']}{' (fragile)' if at_edge(r) else ''} | "
+                     f"{r.get('basis') or ''} | {r['id']} | {_plain(r['measured'])} | {_plain(r['expected'])}" for r in ordered)
+    return frame, text
+
+
+def rereading(root: Path | str | None = None) -> list[dict[str, Any]]:
+    """The re-reading of every row against the papers (issue 45): ``data/rereading/<chapter>.json``,
+    each row ``{"id", "basis", "old", "new", "why"}``, in the papers' order of their ids.
+
+    Examples
+    --------
+    >>> isinstance(rereading(), list)
+    True
+    """
+    folder = Path(root or repo_root()) / "data" / "rereading"
+    rows = []
+    for f in sorted(folder.glob("*.json")):
+        if f.name != "before.json":
+            rows.extend(json.loads(f.read_text()))
+    return sorted(rows, key=lambda r: r["id"])
+
+
+def rereading_counts(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The re-reading's counts as a Markdown table: one line per basis and move (old -> new status).
+
+    Examples
+    --------
+    >>> print(rereading_counts([{"basis": "paper", "old": "partly", "new": "reproduced"},
+    ...                         {"basis": "paper", "old": "partly", "new": "reproduced"}]))
+    | basis | old | new | rows |
+    |---|---|---|---:|
+    | paper | partly | reproduced | 2 |
+    """
+    from collections import Counter
+
+    c = Counter((r["basis"], r["old"], r["new"]) for r in rows)
+    lines = ["| basis | old | new | rows |", "|---|---|---|---:|"]
+    lines += [f"| {b} | {o} | {n} | {k} |" for (b, o, n), k in sorted(c.items())]
+    return "\n".join(lines)

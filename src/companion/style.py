@@ -22,7 +22,8 @@ COLORS = {
     "accent": "#ff7f0e",     # a second measured family, when two are compared
 }
 # The verdict colours of book/_static/companion.css, for figures that mark a verdict.
-STATUS_COLORS = {"reproduced": "#1a7f37", "partly": "#9a6700", "not-reproduced": "#cf222e", "not-checkable": "#6e7781"}
+STATUS_COLORS = {"reproduced": "#1a7f37", "partly": "#9a6700", "not-reproduced": "#cf222e", "inconclusive": "#8c959f",
+                 "not-checkable": "#57606a", "our derivations": "#d0d7de"}
 FULL_WIDTH = 7.2   # inches: the widest figure the column shows at its size (720 CSS px at 100 dpi)
 PANEL = 3.4        # inches: one panel of a two-panel row
 MIN_FONT = 10      # points: the smallest text in a figure (ticks included), at the size the page shows it
