@@ -138,8 +138,9 @@ def scorecard_text(root: Path = ROOT, chapters: Path = CHAPTERS) -> str:
     out.append("| **all papers** | " + " | ".join(f"**{total[k]}**" for k in cols) + " |")
     out += ["", "The counts are of the rows that test a paper's own words (basis *paper*); *our derivations* are "
             "rows that test what we derived from a paper or our reading of an unclear passage, never counted as "
-            "the paper's. *Fragile*: the verdict changes with the tolerance x 0.8 or x 1.25, or at the level 0.01 "
-            "or 0.10 instead of 0.05; {doc}`chapters/claims` marks each."]
+            "the paper's. Stated effects are judged by declared tests at the level "
+            f"{ledger.ALPHA:g}. *Fragile*: the verdict changes under " + ", ".join(name for name, _, _ in ledger.SETTINGS)
+            + "; {doc}`chapters/claims` marks each."]
     bad = [r for r in rows if r["status"] == "not-reproduced" and r.get("basis") == "paper"]
     if bad:
         out += ["", f"**Not reproduced** ({len(bad)} of the papers' own statements):", ""]
