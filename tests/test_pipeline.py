@@ -263,20 +263,24 @@ def test_docstring_escaping_keeps_literals_and_code(book_ext):
 
 
 def test_scorecard_counts_and_links(pipeline, tmp_path):
-    """The landing page's scorecard: per-paper counts, the verdicts at the edge, every not-reproduced
-    row linked to its section (or its chapter where no section carries the label)."""
-    rows = [{"id": "A-1", "paper": "A", "where": "Thm. 1", "statement": "s1", "status": "reproduced", "margin": 0.5,
-             "chapter": "ch", "experiment": "e1"},
-            {"id": "A-2", "paper": "A", "where": "Thm. 2", "statement": "s2", "status": "not-reproduced", "margin": 0.1,
-             "chapter": "ch", "experiment": "e2"},
-            {"id": "B-1", "paper": "B", "where": "Fig. 3", "statement": "s3", "status": "not-reproduced", "margin": None,
-             "chapter": "other", "experiment": "e3"}]
+    """The landing page's scorecard: per-paper counts of the papers' own statements, our derivations apart,
+    the fragile ones, every not-reproduced paper row quoted and linked to its section (or its chapter where
+    no section carries the label); a derived row that fails is not listed as the paper's."""
+    base = {"chapter": "ch", "basis": "paper", "fragile": False}
+    rows = [dict(base, id="A-1", paper="A", where="Thm. 1", statement="s1", status="reproduced", quote="q1", experiment="e1"),
+            dict(base, id="A-2", paper="A", where="Thm. 2", statement="s2", status="not-reproduced", quote="q2", why="w2",
+                 experiment="e2", fragile=True),
+            dict(base, id="A-3", paper="A", where="Thm. 3", statement="s3", status="not-reproduced", quote="q3",
+                 experiment="e3", basis="derived"),
+            dict(base, id="B-1", paper="B", where="Fig. 3", statement="s4", status="not-reproduced", quote="q4", why="w4",
+                 chapter="other", experiment="e4")]
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "claims.json").write_text(json.dumps(rows))
     chapters = tmp_path / "chapters"
     chapters.mkdir()
     (chapters / "ch.md").write_text("(sec-e2)=\n## x\n")
     text = pipeline.scorecard_text(tmp_path, chapters)
-    assert "| 1 | 0 | 1 | 0 |" in text  # paper A: 1 reproduced, 1 not reproduced
-    assert "1 of the 2 verdicts with a margin sit **at the edge**" in text
-    assert "{ref}`Thm. 2 <sec-e2>`: s2" in text and "Fig. 3 ({doc}`chapters/other`): s3" in text
+    assert "`koubbi2026lora` | 1 | 0 | 1 | 0 | 0 | 1 | 1 |" in text  # paper A: 1 reproduced, 1 not, 1 fragile, 1 derived
+    assert '{ref}`Thm. 2 <sec-e2>`. *The paper:* "q2" *We measured:* w2' in text
+    assert 'Fig. 3 ({doc}`chapters/other`). *The paper:* "q4"' in text
+    assert "Thm. 3" not in text

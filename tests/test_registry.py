@@ -128,11 +128,9 @@ def test_judge_needs_a_named_result():
 def test_verdict_rule():
     v = ledger.verdict
     assert v(0.1, 0.1).status == "reproduced" and v(0.1000001, 0.1).status == "not-reproduced"
-    assert v(0.2, 0.1, partly=0.3) == ledger.Verdict("partly", 1.0)
-    assert v(0.5, 1.0, partly=0.25, better="higher").status == "partly"
-    assert v(0.2, 1.0, partly=0.25, better="higher").status == "not-reproduced"
-    with pytest.raises(ValueError, match="looser"):
-        v(0.1, 0.2, partly=0.1)
+    assert v(0.5, 1.0, better="higher").status == "not-reproduced" and v(1.5, 1.0, better="higher").status == "reproduced"
+    assert v(0.2, 0.1).margin == pytest.approx(0.3, abs=0.01)  # a factor 2 from the tolerance: log10(2) decades
+    assert v(0.09, 0.1).fragile and not v(0.05, 0.1).fragile  # tolerance x 0.8 = 0.08 < 0.09
     with pytest.raises(ValueError, match="status"):
         ledger.Claim(id="x", paper="A", where="w", statement="s", status="ok")
     with pytest.raises(ValueError, match="contradicts"):
