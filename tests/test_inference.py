@@ -70,3 +70,14 @@ def test_verdict_words_can_change():
     v = ledger.cases({"a": ledger.verdict(0.01, 0.1), "b": ledger.verdict(0.5, 0.1)})
     assert v.status == "partly" and "fails: b" in v.why
     assert ledger.verdict(0.09, 0.1).fragile and not ledger.verdict(0.01, 0.1).fragile
+
+
+def test_estimate_can_fail():
+    """A slope at its theory passes the two-sided null, one many standard errors off fails it; the one-sided
+    test follows the sign (expected values from the normal law: 1 standard error, p = 0.317)."""
+    assert abs(inference.estimate(1.0, 1.0).p - 0.3173) < 1e-3
+    assert ledger.consistent(inference.estimate(-0.498, 0.002, -0.5).p).status == "reproduced"
+    assert ledger.consistent(inference.estimate(-0.45, 0.002, -0.5).p).status == "not-reproduced"
+    up, down = inference.estimate(3.0, 1.0, 0.0, "greater", n=10), inference.estimate(-3.0, 1.0, 0.0, "greater", n=10)
+    assert ledger.significant(up.p, against=up.against).status == "reproduced"
+    assert ledger.significant(down.p, against=down.against).status == "not-reproduced"

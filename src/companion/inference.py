@@ -207,6 +207,33 @@ def equal_means(groups: Sequence[Sequence[float]], blocked: bool = False) -> Out
     return Outcome(p, None, effect, se, int(min(a.size for a in arrays)), None)
 
 
+def estimate(value: float, se: float, expected: float = 0.0, alternative: str = "two-sided", n: int = 1) -> Outcome:
+    """z test of one estimate with a known standard error (a fitted slope, a regression coefficient)
+    against ``expected``: :func:`scipy.stats.norm`. ``"two-sided"`` tests the null "equal" (judge it
+    with :func:`companion.ledger.consistent`; ``against`` is None); ``"greater"``/``"less"`` the
+    paper's direction. ``n``: the trials behind ``se``, for ``needed``.
+
+    Examples
+    --------
+    >>> estimate(-0.4983, 0.0016, -0.5).p > 0.05                  # a slope of -1/2, 1 standard error off
+    True
+    >>> estimate(-0.47, 0.0016, -0.5).p < 1e-6                    # 19 standard errors off: rejected
+    True
+    >>> t = estimate(1.13, 0.43, 0.0, "greater", n=112)
+    >>> t.p < 0.01, t.against > 0.99
+    (True, True)
+    """
+    if not (math.isfinite(value) and math.isfinite(se) and se > 0):
+        raise ValueError(f"estimate needs a finite value and a standard error > 0, got {value!r} +- {se!r}")
+    z = (value - expected) / se
+    if alternative == "two-sided":
+        return Outcome(float(2 * stats.norm.sf(abs(z))), None, float(value - expected), float(se), int(n), None)
+    alternative = _alternative(alternative)
+    zd = z if alternative == "greater" else -z
+    return Outcome(float(stats.norm.sf(zd)), float(stats.norm.cdf(zd)), float(value - expected), float(se), int(n),
+                   trials_needed(int(n), zd) if zd > 0 else None)
+
+
 def pooled(tests: Sequence[Outcome]) -> Outcome:
     """Several independent one-sided tests of the same direction (one per seed, rank or case) pooled
     by Stouffer's method (:func:`scipy.stats.combine_pvalues`): a pooled test, not a worst case.
