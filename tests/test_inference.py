@@ -81,3 +81,19 @@ def test_estimate_can_fail():
     up, down = inference.estimate(3.0, 1.0, 0.0, "greater", n=10), inference.estimate(-3.0, 1.0, 0.0, "greater", n=10)
     assert ledger.significant(up.p, against=up.against).status == "reproduced"
     assert ledger.significant(down.p, against=down.against).status == "not-reproduced"
+
+
+def test_correlation_within_blocks_can_fail():
+    """The blocked correlation is calibrated, has power, and a shift shared by a block is not a correlation."""
+    def blocked(rng, slope):
+        blocks = np.repeat(np.arange(3), 4)
+        x = rng.normal(0, 1, 12) + 3 * blocks
+        return inference.correlation(x, slope * x + 2 * blocks + rng.normal(0, 1, 12), blocks=blocks).p
+
+    assert _rate(lambda r: blocked(r, 0.0)) < 2.2 * ledger.ALPHA
+    assert _rate(lambda r: blocked(r, 1.5)) > 0.8
+    # Blocks that move x and y together, with no relation inside any block: pooled, a false correlation; blocked, none.
+    rng = np.random.default_rng(1)
+    blocks = np.repeat(np.arange(3), 4)
+    x, y = 5 * blocks + rng.normal(0, 1, 12), 5 * blocks + rng.normal(0, 1, 12)
+    assert inference.correlation(x, y).p < 0.01 and inference.correlation(x, y, blocks=blocks).p > 0.05

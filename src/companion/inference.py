@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-__all__ = ["Outcome", "mean_effect", "paired", "proportion", "trend", "equal_means", "pooled", "trials_needed"]
+__all__ = ["Outcome", "mean_effect", "paired", "proportion", "trend", "equal_means", "correlation", "pooled", "trials_needed"]
 
 POWER = 0.8
 
@@ -232,6 +232,46 @@ def estimate(value: float, se: float, expected: float = 0.0, alternative: str = 
     zd = z if alternative == "greater" else -z
     return Outcome(float(stats.norm.sf(zd)), float(stats.norm.cdf(zd)), float(value - expected), float(se), int(n),
                    trials_needed(int(n), zd) if zd > 0 else None)
+
+
+def correlation(x: Sequence[float], y: Sequence[float], blocks: Sequence[Any] | None = None,
+                alternative: str = "greater") -> Outcome:
+    """Pearson correlation test that ``y`` rises (``"greater"``) or falls with ``x`` (x, y: (n,)). Where
+    trials share ``blocks`` (a seed, a batch), each block's means are removed first and the degrees of
+    freedom fall by one per block: the correlation within blocks, ``t = r sqrt(df / (1 - r^2))`` with
+    ``df = n - blocks - 1`` (:func:`scipy.stats.t`). ``effect`` is r, ``se`` its null standard error.
+
+    Examples
+    --------
+    >>> x = [1, 2, 3, 4, 1, 2, 3, 4]
+    >>> y = [0.1, 0.3, 0.2, 0.5, 1.1, 1.2, 1.4, 1.5]            # a block shift, and a rise within each block
+    >>> correlation(x, y, blocks=[0] * 4 + [1] * 4).p < 0.01
+    True
+    >>> correlation([1, 2, 3, 4, 5, 6], [0.3, 0.1, 0.5, 0.2, 0.4, 0.3]).p > 0.05
+    True
+    """
+    alternative = _alternative(alternative)
+    u, v = _finite(x, "x", 3), _finite(y, "y", 3)
+    if u.shape != v.shape:
+        raise ValueError(f"correlation: x and y must have the same length, got {u.size} and {v.size}")
+    k = 1
+    if blocks is not None:
+        labels = np.asarray(blocks)
+        if labels.shape != u.shape:
+            raise ValueError(f"correlation: blocks must label every trial, got {labels.size} labels for {u.size} trials")
+        u, v = u.copy(), v.copy()
+        for b in np.unique(labels):
+            u[labels == b] -= u[labels == b].mean()
+            v[labels == b] -= v[labels == b].mean()
+        k = int(np.unique(labels).size)
+    df = u.size - k - 1
+    if df < 1 or u.std() == 0 or v.std() == 0:
+        raise ValueError(f"correlation needs variation within blocks and n > blocks + 1, got n = {u.size}, {k} block(s)")
+    r = float(np.clip(np.corrcoef(u, v)[0, 1], -1.0, 1.0))
+    se = math.sqrt(max(1 - r * r, 1e-300) / df)
+    t = r / se if alternative == "greater" else -r / se
+    return Outcome(float(stats.t.sf(t, df)), float(stats.t.cdf(t, df)), r, se, int(u.size),
+                   trials_needed(int(u.size), t) if t > 0 else None)
 
 
 def pooled(tests: Sequence[Outcome]) -> Outcome:
