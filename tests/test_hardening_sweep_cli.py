@@ -5,6 +5,7 @@ Each test scripts one of the issue's probes; each fails on the code before the i
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import warnings
 
@@ -13,7 +14,7 @@ import pytest
 import torch
 
 from companion import init, models, registry
-from companion.__main__ import main
+from companion.__main__ import main, parse_axis
 from companion.runner import sweep_experiment
 from companion.sweep import product_grid, run_sweep
 
@@ -116,6 +117,14 @@ def test_issue_probe_metastable_ln_n_dt(tmp_path, monkeypatch):
     (["run", "intro-consensus", "--out", "/proc/no/such"], "is not writable"),
     (["sweep", "metastable-ln-n", "--out", "/proc/no/such"], "is not writable"),
     (["full", "intro-consensus", "--out", "/proc/no/such"], "is not writable"),
+    # round 3 (issue 47): seeds are integers >= 0, budgets and pack sizes finite and bounded, workers bounded
+    (["run", "intro-consensus", "--param", "seed=1.5"], "must be an integer"),
+    (["run", "intro-consensus", "--param", "seed=-1"], "a seed must be an integer >= 0"),
+    (["sweep", "metastable-ln-n", "--grid", "seed=0.5,1"], "a seed must be an integer >= 0"),
+    (["full", "intro-consensus", "--budget", "1e308"], "--budget must lie in"),
+    (["pack", ".", "--to", "packs", "--max-mb", "nan"], "--max-mb must lie in"),
+    (["sweep", "metastable-ln-n", "--grid", "n=1000", "--workers", "100000"], "--workers must lie in"),
+    (["run", "intro-consensu"], "did you mean 'intro-consensus'"),
 ])
 def test_command_line_refuses_in_one_line(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -126,6 +135,27 @@ def test_command_line_refuses_in_one_line(argv, message, capsys, tmp_path, monke
     last = err.strip().splitlines()[-1]
     assert message in last and last.startswith("python -m companion") and "Traceback" not in err
     assert not any(tmp_path.iterdir())  # nothing written (the empty --out wrote into the cwd before)
+
+
+def test_seed_zero_is_a_seed(tmp_path):
+    """`--param seed=0` and `--grid seed=0:2` are accepted: a seed is not a count (issue 47)."""
+    assert main(["run", "intro-consensus", "--param", "seed=0", "--param", "n=4", "--param", "t1=0.5", "--out", str(tmp_path),
+                 "--no-figure", "--quiet"]) == 0
+    from companion.__main__ import _check_grid
+    from companion.registry import get
+
+    _check_grid(get("metastable-ln-n"), {"n": [1000], "seed": [0, 1]})
+
+
+def test_grid_duplicate_check_is_linear():
+    """20,000 values on one axis parse at once (the quadratic check took 53 s)."""
+    import time
+
+    t0 = time.perf_counter()
+    key, values = parse_axis("beta=" + ",".join(str(i + 0.5) for i in range(20_000)))
+    assert len(values) == 20_000 and time.perf_counter() - t0 < 2.0
+    with pytest.raises(argparse.ArgumentTypeError, match="given twice"):
+        parse_axis("beta=" + ",".join(str(i + 0.5) for i in range(20_000)) + ",0.5")
 
 
 # --- group 9: the API's type checks (init's device, from_qkv) ---------------------------------------

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import math
 import subprocess
 import sys
@@ -219,12 +220,42 @@ def test_parse_axis_rejects_empty():
         parse_axis("beta")
 
 
-def test_help_lists_registered_experiments():
+def test_help_is_fast_and_points_to_list():
+    """`--help` and `--version` import no experiment (nor torch): they answer at once."""
+    code = ("import sys; from companion.__main__ import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print('torch' in sys.modules, 'companion.registry' in sys.modules, file=sys.stderr)")
+    for flag in ("--help", "--version"):
+        out = subprocess.run([sys.executable, "-c", code, flag], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and out.stderr.strip().endswith("False False"), out.stderr
     out = subprocess.run([sys.executable, "-m", "companion", "--help"], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    names = list(registry.registry())
-    assert "experiments" in out.stdout
-    assert all(n in out.stdout for n in names)
+    assert "python -m companion list" in out.stdout and "--version" in out.stdout
+    from companion import __version__
+
+    version = subprocess.run([sys.executable, "-m", "companion", "--version"], capture_output=True, text=True, timeout=120)
+    assert version.stdout.strip() == f"companion {__version__}"
+
+
+def test_run_name_help_lists_its_parameters(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "intro-clustering", "--help"])
+    out = capsys.readouterr().out
+    assert "intro-clustering [introduction]:" in out and "``" not in out
+    assert re.search(r"\n    trials +int +16 +1024\n", out) and re.search(r"\n    seed +int +0 +0\n", out)
+
+
+def test_list_json(capsys):
+    assert main(["list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [e["name"] for e in listed] == list(registry.registry())
+    one = next(e for e in listed if e["name"] == "intro-clustering")
+    assert one["parameters"]["trials"] == {"fast": 16, "full": 1024} and "\n" not in one["description"]
+
+
+def test_cli_profiles_are_the_registrys():
+    from companion import __main__ as cli
+
+    assert cli.PROFILES == registry.PROFILES
 
 
 def test_every_experiment_takes_profile_device_and_has_a_figure():
@@ -312,7 +343,7 @@ def test_full_with_no_budget_left_starts_nothing(tmp_path, capsys):
     assert [r["status"] for r in rows] == ["not started", "not started"] and not any(tmp_path.iterdir())
     with pytest.raises(SystemExit) as e:
         main(["full", "intro-consensus", "--budget", "0"])
-    assert e.value.code == 2 and "--budget must be > 0" in capsys.readouterr().err
+    assert e.value.code == 2 and "--budget must lie in" in capsys.readouterr().err
 
 
 def test_pack_refuses_more_than_the_limits(tmp_path):

@@ -27,6 +27,10 @@ from typing import Any, Sequence
 __all__ = ["main", "build_parser", "parse_value", "parse_axis"]
 
 
+PROFILES = ("fast", "full")  # the registry's profiles (registry.PROFILES; a test keeps the two equal: this file imports no torch)
+MAX_WORKERS = 4 * (__import__("os").cpu_count() or 1)
+MAX_BUDGET_MIN = 525_600.0  # a year of minutes: anything longer is a typo, and 60 * 1e308 s overflows
+
 # Arguments of a sweep point that the sweep itself supplies (not grid axes).
 _NOT_GRID = ("profile", "device", "cfg")
 
@@ -124,11 +128,11 @@ def parse_axis(text: str) -> tuple[str, list[Any]]:
         if isinstance(v, list):
             raise argparse.ArgumentTypeError(f"--grid {key}=...: {v!r} is a list; give the values of the axis "
                                              "separated by commas (KEY=V1,V2)")
-    seen = []
+    seen: set[tuple[str, Any]] = set()  # (type, value): 1 and 1.0 are different points, as the config sees them
     for v in values:
-        if any(type(v) is type(w) and v == w for w in seen):
+        if (type(v).__name__, v) in seen:
             raise argparse.ArgumentTypeError(f"--grid {key}=...: the value {v!r} is given twice; each point is computed once")
-        seen.append(v)
+        seen.add((type(v).__name__, v))
     return key, values
 
 
@@ -147,18 +151,36 @@ def _param(text: str) -> tuple[str, Any]:
         raise argparse.ArgumentTypeError(f"--param {key}=...: {e}") from None
 
 
-def _experiments_epilog() -> str:
-    try:
-        from .registry import registry
+EPILOG = ("experiments: `python -m companion list` lists them, one a line (`list --json` for a program); "
+          "`python -m companion run NAME --help` shows NAME's parameters with their fast and full values")
 
-        reg = registry()
-    except Exception as e:  # --help must work even when a chapter module is broken
-        return f"experiments: the registry failed to import ({type(e).__name__}: {e})"
-    if not reg:
-        return "experiments: none registered yet"
-    width = max(len(n) for n in reg)
-    lines = ["experiments (name, chapter, description):"]
-    lines += [f"  {n:<{width}}  [{e.chapter}] {e.description}" for n, e in reg.items()]
+
+def _first_sentence(text: str) -> str:
+    """The first sentence of a docstring as plain text (reStructuredText roles and literals unmarked)."""
+    import re
+
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", " ".join(text.split()))
+    text = text.replace("``", "").replace("`", "")
+    head = re.split(r"(?<=[.:;])\s", text, maxsplit=1)[0]
+    return head.rstrip(":;")
+
+
+def _experiment_help(names: Sequence[str]) -> str:
+    """``run NAME --help``: each named experiment's parameters with their type and both profiles' values."""
+    from .registry import get
+
+    lines = []
+    for n in names:
+        try:
+            exp = get(n)
+        except ValueError as e:
+            lines.append(str(e))
+            continue
+        lines.append(f"{exp.name} [{exp.chapter}]: {_first_sentence(exp.description)}")
+        lines.append("  parameters (--param KEY=VALUE): type, fast profile, full profile")
+        types = {f.name: getattr(f.type, "__name__", str(f.type)) for f in __import__("dataclasses").fields(exp.config)}
+        for key, values in exp.parameters().items():
+            lines.append(f"    {key:<14} {types.get(key, '?'):<18} {values['fast']!r:<16} {values['full']!r}")
     return "\n".join(lines)
 
 
@@ -183,28 +205,38 @@ def _sweeps_epilog() -> str:
     return "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (its help lists the registered experiments)."""
-    epilog = _experiments_epilog()
+def build_parser(run_help: Sequence[str] = (), sweep_help: bool = False) -> argparse.ArgumentParser:
+    """The argument parser. ``run_help``: the experiments named before ``--help`` on a ``run`` line, whose
+    parameters ``run``'s help then lists; ``sweep_help``: list the sweep points in ``sweep``'s help (the
+    only helps that import the experiments)."""
+    from . import __version__
+
+    epilog = EPILOG
     fmt = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(prog="python -m companion", description=__doc__.split("\n\n")[0], epilog=epilog, formatter_class=fmt)
+    parser.add_argument("--version", action="version", version=f"companion {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{list,run,sweep,full,pack,store}")
 
-    sub.add_parser("list", help="list the registered experiments with their parameters per profile", epilog=epilog, formatter_class=fmt)
+    lst = sub.add_parser("list", help="list the registered experiments with their parameters per profile", epilog=epilog, formatter_class=fmt)
+    lst.add_argument("--json", action="store_true", help="one JSON document: name, chapter, description, parameters per profile")
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--profile", choices=("fast", "full"), default="fast", help="fast (CI scale) or full (paper scale, meant for a GPU)")
+        p.add_argument("--profile", choices=PROFILES, default="fast",
+                       help="fast (CI scale, seconds to minutes) or full (the paper's scale: minutes on 2 cores for most, hours for the LLM chapter)")
         p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (default cpu)")
         p.add_argument("--out", type=_out_dir, default=None, help="results folder (default data/results)")
+        p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
-    run = sub.add_parser("run", help="run experiments, save result + figure + provenance", epilog=epilog, formatter_class=fmt)
+    run = sub.add_parser("run", help="run experiments, save result + figure + provenance",
+                         epilog=_experiment_help(run_help) if run_help else epilog, formatter_class=fmt)
     run.add_argument("names", nargs="*", metavar="EXPERIMENT")
     run.add_argument("--all", action="store_true", help="run every registered experiment")
     run.add_argument("--param", type=_param, action="append", default=[], metavar="KEY=VALUE", help="override one parameter of the experiment's config (repeatable; `list` shows them)")
     run.add_argument("--no-figure", action="store_true", help="skip the figure")
     common(run)
 
-    sw = sub.add_parser("sweep", help="run an experiment over a parameter grid on Dask", epilog=_sweeps_epilog(), formatter_class=fmt,
+    sw = sub.add_parser("sweep", help="run an experiment over a parameter grid on Dask", formatter_class=fmt,
+                        epilog=_sweeps_epilog() if sweep_help else "`python -m companion sweep --help` lists the sweep points",
                         description="Map an experiment's sweep point (or, if it has none, the whole experiment) over the grid, one "
                                     "Dask task per point; each point is saved under OUT/NAME/sweep-PROFILE/ and skipped when rerun. "
                                     "The points of a sweep point assemble into the experiment's result, saved as by `run`.")
@@ -213,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="one axis of the grid (repeatable; the grid is their product); without it, an experiment with a "
                          "sweep point computes its own grid of --profile (the points of `run`)")
     sw.add_argument("--scheduler", default=None, help="Dask scheduler address (default: a LocalCluster here), or 'serial'")
-    sw.add_argument("--workers", type=int, default=2, help="LocalCluster workers (default 2)")
+    sw.add_argument("--workers", type=int, default=2, help=f"LocalCluster workers (default 2, at most {MAX_WORKERS})")
     sw.add_argument("--no-figure", action="store_true", help="skip the figure of the assembled result")
     common(sw)
 
@@ -231,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     pack.add_argument("folder", type=Path)
     pack.add_argument("--to", type=Path, required=True, help="folder for results-<i>.tar.gz")
     pack.add_argument("--max-files", type=int, default=8)
-    pack.add_argument("--max-mb", type=float, default=16.0)
+    pack.add_argument("--max-mb", type=float, default=16.0, help="largest pack in MiB (finite, > 0)")
 
     store = sub.add_parser("store", help="verify and store results packed by `pack` under data/results (or --out)")
     store.add_argument("packs", nargs="+", type=Path)
@@ -244,6 +276,10 @@ def _check_counts(exp, overrides: dict[str, Any], flag: str = "--param") -> None
     an override below 1 is refused here, before the run, rather than deep inside it."""
     values = exp.parameters()
     for key, v in overrides.items():
+        if key == "seed" or key.endswith("_seed"):  # a seed names an initial state: any integer >= 0, 0 included
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise UsageError(f"{flag} {key}={v!r}: a seed must be an integer >= 0")
+            continue
         profiles = list((values.get(key) or {}).values())
         ints = [x for x in profiles if isinstance(x, int) and not isinstance(x, bool)]
         if (isinstance(v, int) and not isinstance(v, bool) and v < 1 and profiles and len(ints) == len(profiles)
@@ -259,10 +295,14 @@ def _check_out(out: Path | None) -> None:
     _checked(check_writable, out if out is not None else results_dir())
 
 
-def _cmd_list() -> int:
+def _cmd_list(args: argparse.Namespace) -> int:
     from .registry import registry
 
     reg = registry()
+    if args.json:
+        print(json.dumps([{"name": n, "chapter": e.chapter, "description": _first_sentence(e.description),
+                           "parameters": e.parameters()} for n, e in reg.items()], indent=1, default=repr))
+        return 0
     if not reg:
         print("no experiments registered")
     for name, e in reg.items():
@@ -297,9 +337,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     failed: list[str] = []
     times: dict[str, float] = {}
     t_all = time.perf_counter()
-    bar = tqdm(names, desc=f"run ({args.profile}, {args.device})", unit="experiment", disable=len(names) < 2)
+    bar = tqdm(names, desc=f"run ({args.profile}, {args.device})", unit="experiment", disable=args.quiet or len(names) < 2)
+    talk = not args.quiet and sys.stderr.isatty()  # a terminal is told what runs; a log file only gets the results
     for n in bar:
         bar.set_postfix_str(n)
+        if talk and len(names) == 1:
+            print(f"{n}: running the {args.profile} profile on {args.device} ...", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
         try:
             path = run_experiment(n, args.profile, args.device, out=args.out, params=params, figure=not args.no_figure)
@@ -369,8 +412,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     for reserved in ("profile", "device"):
         if reserved in axes:
             raise UsageError(f"--grid {reserved}=...: use --{reserved} instead")
-    if args.workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    if not 1 <= args.workers <= MAX_WORKERS:
+        raise UsageError(f"--workers must lie in 1..{MAX_WORKERS} (4 per core), got {args.workers}")
     _check_out(args.out)
     if axes:
         _check_grid(exp, axes)
@@ -399,11 +442,12 @@ def _cmd_full(args: argparse.Namespace) -> int:
     for n in names:
         _checked(get, n)
     device = _checked(resolve_device, args.device)
-    if not args.budget > 0 or not math.isfinite(args.budget):
-        raise UsageError(f"--budget must be > 0 minutes (and finite), got {args.budget}")
+    if not 0 < args.budget <= MAX_BUDGET_MIN:
+        raise UsageError(f"--budget must lie in (0, {MAX_BUDGET_MIN}] minutes (a year), got {args.budget}")
     _check_out(args.out)
     t0 = time.perf_counter()
-    rows = run_profiles(names, args.profile, device, out=args.out, budget_s=60 * args.budget, log=lambda s: print(s, flush=True))
+    rows = run_profiles(names, args.profile, device, out=args.out, budget_s=60 * args.budget,
+                        log=(lambda s: None) if args.quiet else (lambda s: print(s, flush=True)))
     counts = {k: sum(r["status"] == k for r in rows) for k in ("stored", "ran", "failed", "timeout", "not started")}
     print(f"full: {len(rows)} experiments in {time.perf_counter() - t0:.0f} s ({args.profile}, {device}): "
           + ", ".join(f"{v} {k}" for k, v in counts.items() if v))
@@ -413,6 +457,8 @@ def _cmd_full(args: argparse.Namespace) -> int:
 def _cmd_pack(args: argparse.Namespace) -> int:
     from .transport import pack_results
 
+    if not 0 < args.max_mb <= 2**20 or not 1 <= args.max_files <= 10**4:
+        raise UsageError(f"--max-mb must lie in (0, 1048576] and --max-files in 1..10000, got {args.max_mb} and {args.max_files}")
     packs = _checked(pack_results, args.folder, args.to, max_files=args.max_files, max_bytes=int(args.max_mb * 2**20))
     for p in packs:
         print(f"pack: {p} ({p.stat().st_size / 2**20:.1f} MB)")
@@ -429,7 +475,10 @@ def _cmd_store(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m companion`` and of the ``companion`` script; returns the exit code."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    helped = any(a in ("-h", "--help") for a in argv)
+    parser = build_parser([a for a in argv[1:] if not a.startswith("-")] if helped and argv[:1] == ["run"] else (),
+                          sweep_help=helped and argv[:1] == ["sweep"])
     args = parser.parse_args(argv)
     if args.command in ("run", "sweep", "full"):
         from .perf import tune_allocator
@@ -437,7 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tune_allocator()  # freed tensors are reused, not page-faulted in again every step
     try:
         if args.command == "list":
-            return _cmd_list()
+            return _cmd_list(args)
         if args.command == "run":
             return _cmd_run(args)
         if args.command == "sweep":

@@ -706,15 +706,19 @@ def get(name: str) -> Experiment:
     --------
     >>> get("intro-consensus").name
     'intro-consensus'
-    >>> get("intro-nope")  # doctest: +ELLIPSIS
+    >>> get("intro-clusterin")
     Traceback (most recent call last):
     ...
-    ValueError: unknown experiment 'intro-nope'; known: ...
+    ValueError: unknown experiment 'intro-clusterin'; did you mean 'intro-clustering' or 'intro-consensus'? (`python -m companion list` lists all 55)
     """
+    import difflib
+
     reg = registry()
     name = _FORMER.get(name, name)
     if name not in reg:
-        raise ValueError(f"unknown experiment {name!r}; known: {', '.join(reg) or '(none)'}")
+        close = difflib.get_close_matches(str(name), list(reg), n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise ValueError(f"unknown experiment {name!r}{hint} (`python -m companion list` lists all {len(reg)})")
     return reg[name]
 
 
