@@ -204,8 +204,26 @@ def provenance(config: Mapping[str, Any] | Any = None, seed: int | None = None, 
 SOURCE_EXCLUDED = frozenset({
     "companion.provenance", "companion.store", "companion.transport", "companion.sweep", "companion.runner",
     "companion.pages", "companion.report", "companion.style", "companion.ledger", "companion.inventory",
-    "companion.perf", "companion.__main__", "companion.registry", "companion.replicate",
+    "companion.perf", "companion.__main__", "companion.registry", "companion.replicate", "companion.inference",
 })
+# Functions registered by these decorators judge or summarise a stored result and compute none of its
+# numbers: their lines are left out of a module's hash, so that a re-read verdict does not make it stale.
+JUDGING_DECORATORS = frozenset({"claims_for", "summary_for"})
+
+
+def _judging_spans(tree: Any) -> list[tuple[int, int]]:
+    """1-based inclusive line spans of the module-level functions decorated by :data:`JUDGING_DECORATORS`
+    (decorators included)."""
+    import ast
+
+    spans = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names = {getattr(d.func if isinstance(d, ast.Call) else d, "id", None)
+                     or getattr(d.func if isinstance(d, ast.Call) else d, "attr", None) for d in node.decorator_list}
+            if names & JUDGING_DECORATORS:
+                spans.append((min([node.lineno] + [d.lineno for d in node.decorator_list]), node.end_lineno))
+    return spans
 
 
 def _module_file(module: str, package_dir: Path) -> Path | None:
@@ -283,16 +301,21 @@ _PARSED: dict[tuple[Path, str, int, int], tuple[frozenset, bytes]] = {}
 
 
 def _parsed(f: Path, module: str) -> tuple[frozenset, bytes]:
-    """(package modules ``f`` imports, SHA-256 of its bytes with line endings as ``\\n``), cached per
-    file version (path, size, mtime) so that a page checking every stored result parses each file once."""
+    """(package modules ``f`` imports, SHA-256 of its bytes with line endings as ``\\n`` and the lines of its
+    judging functions left out: :data:`JUDGING_DECORATORS`), cached per file version (path, size, mtime) so
+    that a page checking every stored result parses each file once."""
     import ast
 
     st = f.stat()
     key = (f, module, st.st_size, st.st_mtime_ns)
     if key not in _PARSED:
-        data = f.read_bytes()
-        imports = frozenset(_imports(ast.parse(data, filename=str(f)), module, f.name == "__init__.py"))
-        _PARSED[key] = (imports, hashlib.sha256(data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")).digest())
+        data = f.read_bytes().replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        tree = ast.parse(data, filename=str(f))
+        imports = frozenset(_imports(tree, module, f.name == "__init__.py"))
+        lines = data.split(b"\n")
+        for a, b in reversed(_judging_spans(tree)):
+            del lines[a - 1:b]
+        _PARSED[key] = (imports, hashlib.sha256(b"\n".join(lines)).digest())
     return _PARSED[key]
 
 
@@ -317,6 +340,10 @@ def source_hash(module: str, package_dir: Path | str | None = None) -> str:
     True
     >>> _ = (pkg / "store.py").write_text("# machinery\n")          # an excluded module: the same
     >>> source_hash("companion.experiments.e", pkg) == h
+    True
+    >>> judged = "@claims_for('e')\ndef e_claims(result, cfg):\n    return []\n"
+    >>> _ = (pkg / "experiments/e.py").write_text("from ..maths import X\nfrom .. import store\n" + judged)
+    >>> source_hash("companion.experiments.e", pkg) == h               # a judging function: the same
     True
     >>> _ = (pkg / "maths.py").write_text("X = 2\n")               # an imported module changed
     >>> source_hash("companion.experiments.e", pkg) == h
