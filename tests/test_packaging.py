@@ -8,8 +8,12 @@
 - CITATION.cff is checked against the rules of CFF 1.2.0 (required keys, types, the reference types)
   and its references against the papers table of README.md.
 - environment.yml is compared with what the Makefile installs, read from ``make -n -B`` (the expanded
-  install commands): the pip pins with pyproject.toml's and the extras the Makefile names, the
+  install commands): the pip pins with .ci/constraints.txt's for the extras the Makefile names, the
   ``post-create`` step and its pins with the Makefile's install lines.
+- The dependencies are ranges with a lower bound (the version .ci/constraints.txt pins, which the
+  Makefile installs with), an upper bound only with its reason beside it, and the whole set resolves
+  for Python 3.12 and 3.13 against the registry, from the packages' metadata alone (``uv pip compile``:
+  no wheel is downloaded; about 10-15 s each here).
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+CONSTRAINTS = ROOT / ".ci" / "constraints.txt"
 
 # Variables a parent `make` or shell sets that would point a child at the repository or change its make.
 _LEAKY_ENV = ("PYTHONPATH", "PYTHONHOME", "COMPANION_ROOT", "VIRTUAL_ENV", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
@@ -320,9 +325,21 @@ def install_lines(commands: list[str]) -> list[str]:
     return list(dict.fromkeys(" ".join(c.split()) for c in commands if _INSTALL_LINE.search(c)))
 
 
+def constraint_pins(text: str | None = None) -> dict[str, str]:
+    """``{name: version}`` of .ci/constraints.txt (or ``text``): one ``name==version`` a line, ``#`` comments."""
+    text = CONSTRAINTS.read_text() if text is None else text
+    lines = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
+    return dict(ln.split("==") for ln in lines if ln)
+
+
 def pyproject_pins(extras: list[str]) -> dict[str, str]:
+    """The exact versions (.ci/constraints.txt) of pyproject's dependencies and of ``extras``."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pins = {canonicalize_name(n): (n, v) for n, v in constraint_pins().items()}
     deps = list(PYPROJECT["dependencies"]) + [d for e in extras for d in PYPROJECT["optional-dependencies"][e]]
-    return dict(d.split("==") for d in deps)
+    return dict(pins[canonicalize_name(Requirement(d).name)] for d in deps)
 
 
 def environment_differences(env_text: str, makefile_installs: list[str], post_create_installs: list[str], python: str) -> list[str]:
@@ -349,7 +366,7 @@ def environment_differences(env_text: str, makefile_installs: list[str], post_cr
     want = pyproject_pins(mk_extras[0] if mk_extras else [])
     if env_pins != want:
         diff = sorted(set(env_pins.items()) ^ set(want.items()))
-        out.append(f"pip pins differ from pyproject.toml with the Makefile's extras: {diff}")
+        out.append(f"pip pins differ from .ci/constraints.txt for the Makefile's extras: {diff}")
     # Everything else the Makefile installs: named by the post-create pins, done by the post-create step.
     mk_pins = {f"{n}=={v}" for c in makefile_installs for n, v in _PIN.findall(c)}
     listed = [ln.split(":", 1)[1].split() for ln in env_text.splitlines() if ln.startswith("# post-create pins:")]
@@ -405,6 +422,104 @@ def test_environment_check_fails_on_a_difference():
     assert environment_differences(text, extra, post, python)
     # A post-create step that installs into the venv instead of the conda environment.
     assert environment_differences(text, everything, [c.replace(_FAKE_PREFIX, ".venv") for c in post], python)
+
+
+# --------------------------------------------------------------------------- ranges, constraints, resolution
+def _requirements(extras: bool = True) -> list[str]:
+    deps = list(PYPROJECT["dependencies"])
+    return deps + [d for g in PYPROJECT["optional-dependencies"].values() for d in g] if extras else deps
+
+
+def range_problems(requirements: list[str], pyproject_text: str, pins: dict[str, str]) -> list[str]:
+    """What keeps ``requirements`` from being installable beside a user's own packages: an exact pin,
+    a missing lower bound, an upper bound without a reason (a ``#`` comment on its line of
+    ``pyproject_text``), a package without an exact version in ``pins`` (the constraints) or a pin
+    outside its range."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pinned = {canonicalize_name(n): v for n, v in pins.items()}
+    out = []
+    for d in requirements:
+        req = Requirement(d)
+        ops = {s.operator for s in req.specifier}
+        if ops & {"==", "==="}:
+            out.append(f"{d}: an exact pin (the exact versions belong in .ci/constraints.txt)")
+        if not ops & {">=", ">", "~=", "=="}:
+            out.append(f"{d}: no lower bound")
+        if ops & {"<", "<="}:
+            line = next((ln for ln in pyproject_text.splitlines() if f'"{d}"' in ln), "")
+            if "#" not in line.split(f'"{d}"', 1)[1]:
+                out.append(f"{d}: an upper bound without its reason beside it")
+        version = pinned.get(canonicalize_name(req.name))
+        if version is None:
+            out.append(f"{d}: no exact version in .ci/constraints.txt")
+        elif not req.specifier.contains(version, prereleases=True):
+            out.append(f"{d}: .ci/constraints.txt's {version} is outside the range")
+    return out
+
+
+def test_dependencies_are_ranges_and_the_constraints_pin_each():
+    text = (ROOT / "pyproject.toml").read_text()
+    assert PYPROJECT["requires-python"] == ">=3.11,<3.14"
+    assert range_problems(_requirements(), text, constraint_pins()) == []
+    # Every line of the constraints names a dependency (no stale pin lingers there).
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    named = {canonicalize_name(Requirement(d).name) for d in _requirements()}
+    assert {canonicalize_name(n) for n in constraint_pins()} == named
+
+
+def test_range_check_refuses_pins_bare_names_and_silent_caps():
+    pins = {"numpy": "2.4.6", "torch": "2.13.0"}
+    text = '"numpy>=2.4.6,<3",  # numpy 3 removes what we call\n"torch<3",\n'
+    assert range_problems(["numpy>=2.4.6,<3"], text, pins) == []
+    for bad in (["numpy==2.4.6"], ["numpy"], ["torch<3"], ["scipy>=1.17"], ["numpy>=2.5"]):
+        assert range_problems(bad, text, pins), bad
+
+
+def test_makefile_installs_with_the_constraints():
+    """`make venv` installs the package with .ci/constraints.txt, and reinstalls when it changes."""
+    commands = " ".join(install_lines(make_dry_run("venv", "VENV=.venv")))
+    assert "-c .ci/constraints.txt -e '.[" in commands, commands
+    db = subprocess.run(["make", "-p", "-n", "-q", "venv"], cwd=ROOT, env=_clean_env(), capture_output=True, text=True, timeout=60)
+    rule = re.search(r"^\S*\.companion-installed: (.*)$", db.stdout, re.M)
+    assert rule and {"pyproject.toml", ".ci/constraints.txt"} <= set(rule.group(1).split()), rule and rule.group(0)
+
+
+def _uv() -> str | None:
+    exe = Path(sys.executable).parent / "uv"
+    return str(exe) if exe.exists() else shutil.which("uv")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("python", ["3.12", "3.13"])
+def test_dependencies_resolve_for_newer_pythons(python, tmp_path, in_ci):
+    """Every dependency and extra, as ranges, resolves for CPython ``python`` on Linux x86-64 against the
+    registry: what `pip install companion[...]` needs there. uv reads the packages' metadata alone
+    (served metadata or a range request into the wheel), so no multi-GB wheel is downloaded."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    uv = _uv()
+    if uv is None:
+        (pytest.fail if in_ci else pytest.skip)("uv not installed (the test extra installs it: make venv)")
+    reqs = tmp_path / "requirements.in"
+    reqs.write_text("\n".join(_requirements()) + "\n")
+    cmd = [uv, "pip", "compile", "--quiet", "--no-header", "--no-annotate", "--no-config", "--python-version", python,
+           "--python-platform", "x86_64-manylinux_2_28", "--cache-dir", str(tmp_path / "uv-cache"),
+           str(reqs), "-o", str(tmp_path / "resolved.txt")]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, cwd=tmp_path, env=_clean_env(), capture_output=True, text=True, timeout=600)
+    if out.returncode and not in_ci and re.search(r"(?i)connect|dns|network|timed out", out.stderr):
+        pytest.skip(f"registry not reachable: {out.stderr[-300:]}")
+    assert out.returncode == 0, f"the dependencies do not resolve for Python {python}:\n{out.stderr[-3000:]}"
+    resolved = {canonicalize_name(n): v for n, v in constraint_pins((tmp_path / "resolved.txt").read_text()).items()}
+    for d in _requirements():
+        req = Requirement(d)
+        assert req.specifier.contains(resolved[canonicalize_name(req.name)], prereleases=True), (python, d)
+    print(f"Python {python}: {len(resolved)} packages resolved in {time.perf_counter() - t0:.1f} s")
 
 
 # --------------------------------------------------------------------------- the GPU route

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from pathlib import Path
 
 import jupytext
@@ -195,14 +194,6 @@ def test_subset_config_allows_links_to_absent_chapters_only(pipeline, tmp_path):
     assert pipeline.main(["toc-subset", str(tmp_path / "s"), "introduction"]) in (0, None)
     toc = (tmp_path / "s" / "_toc.yml").read_text()
     assert "chapters/introduction" in toc and "chapters/stability" not in toc
-
-# --------------------------------------------------------------------------- pins
-def test_every_pin_is_exact():
-    proj = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    deps = list(proj["dependencies"]) + [d for g in proj["optional-dependencies"].values() for d in g]
-    loose = [d for d in deps if not re.fullmatch(r"[A-Za-z0-9_.\-]+==[A-Za-z0-9_.+\-]+", d)]
-    assert not loose, f"not pinned exactly: {loose}"
-
 
 # --------------------------------------------------------------------------- README
 def test_readme_example_runs(tmp_path, monkeypatch, capsys):

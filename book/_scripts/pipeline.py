@@ -240,13 +240,13 @@ def inputs_fingerprint(root: Path = ROOT) -> str:
     """SHA-256 over everything executed chapters depend on besides their own code.
 
     jupyter-cache keys a notebook on its code cells only, so a change in the package
-    (src/companion/**), in the pins (pyproject.toml), in committed results (data/results/**) or in
+    (src/companion/**), in the dependencies (pyproject.toml, .ci/constraints.txt), in committed results (data/results/**) or in
     the figures' rendering settings (book/_scripts/matplotlibrc) would otherwise leave stale
     outputs in the cache.
     """
     files = sorted(
         [p for p in (root / "src" / "companion").rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"]
-        + [root / "pyproject.toml", root / "book" / "_scripts" / "matplotlibrc"]
+        + [root / "pyproject.toml", root / ".ci" / "constraints.txt", root / "book" / "_scripts" / "matplotlibrc"]
         + [p for p in (root / "data" / "results").rglob("*") if p.is_file() and "tmp" not in p.relative_to(root / "data" / "results").parts]
     )
     h = hashlib.sha256()
