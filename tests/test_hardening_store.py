@@ -602,3 +602,65 @@ def test_pack_carries_the_unit_a_killed_write_left_in_its_backup(results, tmp_pa
     assert (tmp_path / "elsewhere" / NAME / "full.npz") in stored
     assert sha256_file(tmp_path / "elsewhere" / NAME / "full.npz") == sha256_file(backup / "full.npz")
     assert store.load_from(tmp_path / "elsewhere", NAME, "full")[0].keys() == before.keys()
+
+
+# --- round 3 (issue 47): typed provenance, bombs, packs, FIFOs, rejudge ------------------------------
+
+@pytest.mark.parametrize("field, value", [("config", "n=4"), ("other", [1, 2]), ("claims", {"id": "x"}), ("claims", ["row"])])
+def test_wrongly_typed_provenance_is_refused_naming_the_field(results, field, value):
+    """The JSON is not covered by its own hashes: a wrongly typed field verifies, so the loader checks types
+    (before: AttributeError or TypeError far away), and the Status page shows that one unit as not verifying."""
+    meta_path = results / NAME / "full.json"
+    meta = json.loads(meta_path.read_text())
+    meta[field] = value
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(ResultError, match=f"'{field}|claims\\[0\\]"):
+        store.load_run(NAME, "full")
+    rows = {r["experiment"]: r for r in pages.figure_sources("fast")}
+    assert rows[NAME]["stale"].startswith("does not verify") and not rows[OTHER]["stale"].startswith("does not verify")
+
+
+def test_zip_bomb_is_refused_unread(tmp_path):
+    """An .npz of 1 KiB on disk that would load to 256 MiB verifies (its hash is recorded) but is refused."""
+    import io
+    import zipfile
+
+    path = save_result(tmp_path / "bomb", {"x": np.zeros(3)})
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        with z.open("x.npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array_header_1_0(f, {"descr": "<f8", "fortran_order": False, "shape": (2**25,)})
+            for _ in range(64):
+                f.write(bytes(2**22))
+    path.write_bytes(buf.getvalue())
+    meta_path = path.with_suffix(".json")
+    meta_path.write_text(json.dumps({k: v for k, v in json.loads(meta_path.read_text()).items() if k != "sha256"}))
+    provenance.seal_result(path)  # the hashes now match the bomb
+    assert path.stat().st_size < 2**20
+    with pytest.raises(ResultError, match="expands .* times"):
+        provenance.load_result(path)
+
+
+def test_store_refuses_a_fifo_and_an_oversized_pack(results, tmp_path, monkeypatch):
+    fifo = tmp_path / "pack.tar.gz"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="not a regular file"):
+        store_packed([fifo], tmp_path / "stored")  # before: blocked forever reading the FIFO
+    packs = pack_results(results, tmp_path / "packed")
+    import companion.transport as transport
+
+    monkeypatch.setattr(transport, "MAX_PACK_BYTES", 1000)
+    with pytest.raises(ValueError, match="a pack may hold"):
+        store_packed(packs, tmp_path / "stored")
+    assert not (tmp_path / "stored").exists()
+
+
+def test_rejudge_of_a_result_missing_arrays_names_the_file(results):
+    from companion.runner import rejudge
+
+    arrays, meta = store.load_run(NAME, "full")
+    save_result(results / NAME / "full", {"unrelated": np.zeros(1)}, meta.get("config"), meta.get("seed"),
+                **{k: v for k, v in meta.items() if k not in ("config", "seed", "sha256", "figures", "other")})
+    assert store.load_run(NAME, "full") is not None  # it verifies: only its content is short
+    with pytest.raises(ResultError, match="full.npz: the stored result lacks"):  # before: a raw KeyError
+        rejudge(NAME, "full")

@@ -479,7 +479,42 @@ def _read_meta(meta_path: Path) -> dict[str, Any]:
         raise ResultError(f"{meta_path}: unreadable provenance JSON ({type(e).__name__}: {e})") from None
     if not isinstance(meta, dict):
         raise ResultError(f"{meta_path}: provenance JSON is a {type(meta).__name__}, not an object")
+    _check_fields(meta, meta_path)
     return meta
+
+
+# The provenance fields readers rely on, with the JSON types they may hold (a field may be absent). The
+# JSON is not covered by its own hashes, so a wrongly typed field is refused here, naming it, rather than
+# escaping a reader far away as an AttributeError.
+FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "config": (dict, type(None)), "other": (dict, type(None)), "sweep": (dict, type(None)), "claims": (list, type(None)),
+    "figures": (list,), "sha256": (dict,), "code": (dict, type(None)), "versions": (dict,),
+    "seed": (int, type(None)), "wall_time_s": (int, float, type(None)), "cpu_time_s": (int, float, type(None)),
+    "commit": (str, type(None)), "created": (str, type(None)), "device": (str, type(None)), "profile": (str, type(None)),
+    "machine": (str, type(None)), "processor": (str, type(None)), "cuda_device": (str, type(None)),
+    "load_average": (list, type(None)), "experiment": (str, type(None)),
+}
+
+
+def _check_fields(meta: Mapping[str, Any], meta_path: Path) -> None:
+    """ResultError naming the first field of ``meta`` whose JSON type is not one :data:`FIELD_TYPES` allows
+    (claims: a list of objects).
+
+    Examples
+    --------
+    >>> _check_fields({"config": {"n": 3}, "claims": [{"id": "x"}]}, Path("r.json"))
+    >>> _check_fields({"config": "n=3"}, Path("r.json"))
+    Traceback (most recent call last):
+    ...
+    companion.provenance.ResultError: r.json: field 'config' is a str, not a dict or NoneType; refused
+    """
+    for key, types in FIELD_TYPES.items():
+        if key in meta and (not isinstance(meta[key], types) or (isinstance(meta[key], bool) and bool not in types)):
+            raise ResultError(f"{meta_path}: field {key!r} is a {type(meta[key]).__name__}, not a "
+                              f"{' or '.join(t.__name__ for t in types)}; refused")
+    for i, row in enumerate(meta.get("claims") or []):
+        if not isinstance(row, dict):
+            raise ResultError(f"{meta_path}: claims[{i}] is a {type(row).__name__}, not an object; refused")
 
 
 def _plain_name(name: Any) -> bool:
@@ -556,6 +591,32 @@ def verify_result(path: Path | str) -> dict[str, Any]:
     return _read_verified(Path(path).with_suffix(".npz"))[1]
 
 
+# What a stored .npz may expand to: this package writes arrays uncompressed (np.savez), so an array far
+# larger than its bytes on disk was not written here (a zip bomb hashes and verifies like any file).
+MAX_LOADED_BYTES = 4 * 2**30
+MAX_EXPANSION = 64
+
+
+def _check_expansion(data: bytes, path: Path) -> None:
+    """ResultError when the arrays in ``data`` (an .npz's bytes) would load to more than
+    :data:`MAX_LOADED_BYTES`, or an array larger than 1 MiB expands more than :data:`MAX_EXPANSION` times."""
+    import zipfile
+
+    try:
+        infos = zipfile.ZipFile(io.BytesIO(data)).infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as e:
+        raise ResultError(f"{path}: not a readable .npz ({type(e).__name__}: {e})") from None
+    total = sum(i.file_size for i in infos)
+    if total > MAX_LOADED_BYTES:
+        raise ResultError(f"{path}: its arrays would load to {total / 2**30:.1f} GiB, above the "
+                          f"{MAX_LOADED_BYTES / 2**30:.0f} GiB this loader accepts; refused unread")
+    for i in infos:
+        if i.file_size > 2**20 and i.file_size > MAX_EXPANSION * max(i.compress_size, 1):
+            raise ResultError(f"{path}: array {i.filename!r} expands {i.file_size // max(i.compress_size, 1)} times "
+                              f"({i.compress_size} bytes to {i.file_size}); this package writes arrays uncompressed, "
+                              "so it did not write this one: refused unread")
+
+
 def load_result(path: Path | str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Load a result saved by :func:`save_result`, verified: (arrays, provenance).
 
@@ -576,6 +637,7 @@ def load_result(path: Path | str) -> tuple[dict[str, np.ndarray], dict[str, Any]
     """
     path = Path(path).with_suffix(".npz")
     data, meta = _read_verified(path)
+    _check_expansion(data, path)
     try:
         with np.load(io.BytesIO(data)) as z:
             arrays = {k: z[k] for k in z.files}

@@ -246,13 +246,17 @@ def rejudge(name: str, profile: str = "full", root: Path | str | None = None, *,
     (True, ['reproduced', 'reproduced'])
     """
     from .registry import get
-    from .provenance import atomic_write_text
+    from .provenance import ResultError, atomic_write_text
 
     loaded = load_run(name, profile, root)
     if loaded is None:
         raise FileNotFoundError(f"no stored {profile!r} result of {name!r} under {results_dir(root)}")
     result, meta = loaded
-    current = [c.as_dict() for c in get(name).judge(result)]
+    try:
+        current = [c.as_dict() for c in get(name).judge(result)]
+    except (KeyError, IndexError) as e:  # a verified file can still lack what the claims read
+        raise ResultError(f"{results_dir(root) / name / f'{profile}.npz'}: the stored result lacks {e} (or holds it "
+                          f"empty), which the claims of {name!r} read; rerun it") from None
     stored = list(meta.get("claims") or [])
     if write and stored != current:
         meta["claims"] = current

@@ -84,6 +84,23 @@ def pack_results(folder: Path | str, dest: Path | str, *, max_files: int = 8, ma
 
 
 
+# What one pack may unpack to: pack_results writes at most 16 MB packs of a few results each.
+MAX_PACK_BYTES = 2 * 2**30
+MAX_PACK_MEMBERS = 10_000
+
+
+def _check_pack_file(pack: Path) -> None:
+    """ValueError unless ``pack`` is a regular file (a FIFO would block the reader forever)."""
+    import stat
+
+    try:
+        mode = pack.stat().st_mode
+    except OSError as e:
+        raise ValueError(f"{pack}: not a readable pack ({type(e).__name__}: {e}); nothing stored") from None
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{pack}: not a regular file (a FIFO, device or folder); refused unread, nothing stored")
+
+
 def store_packed(packs: Sequence[Path | str], root: Path | str | None = None) -> list[Path]:
     """Unpack files made by :func:`pack_results` into ``root`` (default ``data/results``), verifying
     each result before it replaces anything; returns the .npz paths stored (a round trip: :func:`pack_results`).
@@ -118,8 +135,14 @@ def store_packed(packs: Sequence[Path | str], root: Path | str | None = None) ->
         units: dict[tuple[str, str], tuple[Path, list[str]]] = {}
         for i, pack in enumerate(packs):  # every pack verified before anything is stored
             where = Path(tmp) / str(i)
+            _check_pack_file(Path(pack))
             try:
                 with tarfile.open(pack, mode="r:gz") as tar:
+                    members = tar.getmembers()
+                    size = sum(m.size for m in members)
+                    if len(members) > MAX_PACK_MEMBERS or size > MAX_PACK_BYTES:
+                        raise ValueError(f"{pack}: holds {len(members)} files of {size / 2**20:.0f} MiB unpacked, above the "
+                                         f"{MAX_PACK_MEMBERS} files and {MAX_PACK_BYTES // 2**20} MiB a pack may hold; nothing stored")
                     tar.extractall(where, filter="data")  # no absolute paths, links or devices
             except (OSError, tarfile.TarError) as e:
                 raise ValueError(f"{pack}: not a readable pack ({type(e).__name__}: {e}); nothing stored") from None
