@@ -110,3 +110,13 @@ def test_the_bundled_smollm2_still_loads():
     model, tok = P.load_causal_lm(path)
     assert model.config.model_type == "llama" and tok is not None
     assert sum(p.numel() for p in model.parameters()) > 10**8  # 135 M parameters, embeddings tied
+
+
+def test_rho_min_of_large_finite_tokens_is_an_error_not_nan():
+    """Finite tokens whose inner products overflow: a clear error naming X (before: NaN; issue 47, round 3)."""
+    from companion import metrics
+
+    X = torch.tensor([[[3e38, 3e38], [-3e38, 3e38], [1.0, 0.0]]])
+    with pytest.raises(ValueError, match="X: an inner product of its tokens overflows torch.float32"):
+        metrics.rho_min(X)
+    assert torch.isfinite(metrics.rho_min(X.double())).all()

@@ -49,6 +49,16 @@ def test_load_roundtrip_and_errors(tmp_path, ids):
         P.load_causal_lm(tmp_path / "bert")
 
 
+def test_load_refuses_weights_full_of_nan(tmp_path):
+    """Weights that are all there but not finite: every probe would print NaN (issue 47, round 3)."""
+    m = tiny_llama()
+    with torch.no_grad():
+        m.model.layers[1].self_attn.v_proj.weight.fill_(float("nan"))
+    m.save_pretrained(tmp_path / "nan", safe_serialization=True)
+    with pytest.raises(ValueError, match="not finite .* 'model.layers.1.self_attn.v_proj.weight'"):
+        P.load_causal_lm(tmp_path / "nan")
+
+
 def test_default_lora_is_identity(ids):
     m = tiny_llama()
     with torch.no_grad():

@@ -87,7 +87,8 @@ def load_causal_lm(path: str | os.PathLike, *, dtype: torch.dtype = torch.float3
     (model, tokenizer)
         ``model`` in eval mode; ``tokenizer`` is None when the folder holds none.
 
-    Raises ValueError when the folder is missing, has no safetensors weights, or is not a causal LM.
+    Raises ValueError when the folder is missing, has no safetensors weights, is not a causal LM, or holds
+    weights that are not finite.
 
     Examples
     --------
@@ -123,6 +124,10 @@ def load_causal_lm(path: str | os.PathLike, *, dtype: torch.dtype = torch.float3
                          f"{', '.join(SUPPORTED_MODEL_TYPES)} decoders only (their layers' q/k/v/o projections)")
     _check_weights(p, cfg)
     model = AutoModelForCausalLM.from_pretrained(p, local_files_only=True, use_safetensors=True, dtype=dtype)
+    bad = [name for name, w in model.state_dict().items() if w.is_floating_point() and not torch.isfinite(w).all()]
+    if bad:  # every probe of such a model would print NaN
+        raise ValueError(f"path: '{p}' holds weights that are not finite (NaN or inf) in {len(bad)} tensors, "
+                         f"first {bad[0]!r}; refused")
     model.to(device).eval()
     tok = None
     if any((p / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json")):

@@ -153,6 +153,10 @@ def rho_min(X: torch.Tensor) -> torch.Tensor:
     --------
     >>> rho_min(torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]]))
     tensor([-1.])
+    >>> rho_min(torch.tensor([[3e38, 3e38], [-3e38, 3e38]]))   # finite tokens whose inner products overflow
+    Traceback (most recent call last):
+    ...
+    ValueError: X: an inner product of its tokens overflows torch.float32 (largest entry 3e+38); rescale the tokens or use float64
     """
     X = as_state(X, "X")
     T, n = X.shape[:2]
@@ -164,6 +168,9 @@ def rho_min(X: torch.Tensor) -> torch.Tensor:
         G = X[ts, rows] @ X[ts].transpose(-1, -2)  # (tb, r, n)
         diagonal = cols[rows, None] == cols  # pair (i, i) of this block of rows
         out[ts] = torch.minimum(out[ts], G.masked_fill(diagonal, math.inf).amin(dim=(-1, -2)))
+    if not torch.isfinite(out).all():  # finite tokens (as_state checked them), so the products overflowed
+        raise ValueError(f"X: an inner product of its tokens overflows {X.dtype} (largest entry "
+                         f"{X.abs().max().item():.0e}); rescale the tokens or use float64")
     return out
 
 
