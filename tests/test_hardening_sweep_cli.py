@@ -199,3 +199,19 @@ def test_from_qkv_still_builds_A_from_K_and_Q():
     x, y = torch.randn(3, generator=g, dtype=torch.float64), torch.randn(3, generator=g, dtype=torch.float64)
     assert torch.allclose((Q @ x) @ (K @ y), (m.A @ x) @ y)
     assert models.from_qkv([[1, 0], [0, 1]], [[2, 0], [0, 2]], [[1, 0], [0, 1]]).A.dtype == torch.float64
+
+
+def test_worker_with_other_code_refuses(tmp_path):
+    """A worker whose checkout differs from the client's refuses the point (before: stored as 'code current')."""
+    from companion.registry import get
+    from companion.store import code_version
+    from companion.sweep import _run_point
+
+    exp = get("intro-consensus")
+    context = {"experiment": exp.name, "profile": "fast", "device": "cpu", "config": {}, "code": code_version(exp)}
+    func = lambda **p: {"x": 1.0}  # noqa: E731
+    assert _run_point(func, {"seed": 0}, str(tmp_path / "same"), "f", context) == "computed"
+    other = dict(context, code={**context["code"], "sha256": "0" * 16})  # what a client with another checkout records
+    with pytest.raises(RuntimeError, match="runs other code; refused"):
+        _run_point(func, {"seed": 1}, str(tmp_path / "other"), "f", other)
+    assert not (tmp_path / "other").with_suffix(".json").exists()

@@ -333,6 +333,24 @@ def _tune_worker() -> None:
     tune_allocator()
 
 
+def _check_same_code(context: Mapping[str, Any] | None) -> None:
+    """RuntimeError when the code this process would run differs from the code the sweep's client recorded
+    (``context["code"]``: :func:`companion.store.code_version`): a worker with another checkout would
+    otherwise store its numbers as computed by the client's code."""
+    import platform
+
+    code = (context or {}).get("code")
+    if not isinstance(code, Mapping) or not str(code.get("module")).startswith("companion."):
+        return  # an experiment registered outside the package (a test's): no checkout to compare
+    from .provenance import source_hash
+
+    here = source_hash(code["module"])
+    if here != code.get("sha256"):
+        raise RuntimeError(f"worker {platform.node()}: its code of {code['module']} hashes to {here}, the sweep's client "
+                           f"to {code.get('sha256')}: the worker runs other code; refused (install the client's checkout "
+                           "on every worker)")
+
+
 def _run_point(func: Callable, point: dict[str, Any], path: str, func_name: str,
                context: Mapping[str, Any] | None = None) -> str:
     """One task: compute and save ``point`` unless a previous attempt already finished it (in ``context``)."""
@@ -342,6 +360,7 @@ def _run_point(func: Callable, point: dict[str, Any], path: str, func_name: str,
     import platform
     import time
 
+    _check_same_code(context)
     _tune_worker()
     t0 = time.perf_counter()
     result = func(**point)
