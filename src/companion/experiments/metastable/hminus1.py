@@ -9,15 +9,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from ... import fits, ledger
+from ... import fits, inference, ledger
 from ...init import uniform_angles
 from ...metrics.hminus1 import hminus1_norm
-from ...registry import PaperScale, claims_for, experiment
+from ...registry import PaperScale, claims_for, experiment, summary_for
 from ...theory.metastable import hminus1_mean_square
 
-__all__ = ["Hminus1Config", "hminus1", "plot_hminus1", "hminus1_claims", "TOL_SIGMA", "PARTLY_SIGMA"]
+__all__ = ["Hminus1Config", "hminus1", "plot_hminus1", "hminus1_claims", "hminus1_summary", "TOL_SIGMA", "PARTLY_SIGMA"]
 
-# Lemma E.3: a slope or a constant more than 3 standard errors from theory is a discrepancy; 5: a clear one.
+# Kept for old imports; the row is a declared test at ledger.ALPHA now (hminus1_claims).
 TOL_SIGMA = 3.0
 PARTLY_SIGMA = 5.0
 
@@ -113,32 +113,62 @@ def hminus1(cfg: Hminus1Config, generator: torch.Generator, device: str) -> dict
             "theory": hminus1_mean_square(np.array(cfg.ns)), "slope": fit["slope"], "slope_se": fit["slope_se"]}
 
 
-@claims_for("metastable-hminus1")
-def hminus1_claims(result: dict[str, Any], cfg: Hminus1Config) -> list[ledger.Claim]:
-    """Lemma E.3: the slope of log RMS ||rho_0||_{H^-1} against log N is -1/2, and N E||rho_0||^2 =
-    pi^2 / 3 at every N, each within :data:`TOL_SIGMA` standard errors (:data:`PARTLY_SIGMA`: partly);
-    the verdict is that of the worst of these z-scores.
+@summary_for("metastable-hminus1")
+def hminus1_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Every number the chapter and the row read: the slope of log RMS norm against log N and its
+    two-sided z test against -1/2 (Lemma E.3), and N times the mean square per N against the derived
+    pi^2 / 3, in standard errors (``const_z``; printed, not judged).
 
     Examples
     --------
     >>> ns = np.array([100, 10000])
-    >>> r = {"ns": ns, "slope": -0.49, "slope_se": 0.01, "mean_square": np.pi ** 2 / (3 * ns),
+    >>> s = hminus1_summary({"ns": ns, "trials": 50, "slope": -0.5, "slope_se": 0.01, "mean_square": np.pi ** 2 / (3 * ns),
+    ...                      "mean_square_se": 0.01 * np.pi ** 2 / (3 * ns)})
+    >>> round(s["p_slope"], 3), s["const_z"], s["const_word"]
+    (1.0, [0.0, 0.0], 'within 3 standard errors of')
+    """
+    ns = np.asarray(result["ns"], dtype=np.float64)
+    ms_, se = np.asarray(result["mean_square"], dtype=np.float64), np.asarray(result["mean_square_se"], dtype=np.float64)
+    test = inference.estimate(float(result["slope"]), float(result["slope_se"]), -0.5)
+    z_const = (ms_ - hminus1_mean_square(ns)) / se
+    return {"ns": ns.astype(int).tolist(), "trials": int(result["trials"]), "slope": float(result["slope"]),
+            "slope_se": float(result["slope_se"]), "z_slope": float((result["slope"] + 0.5) / result["slope_se"]),
+            "p_slope": test.p, "n_mean_square": (ns * ms_).tolist(), "n_mean_square_se": (ns * se).tolist(),
+            "pi2_3": float(np.pi ** 2 / 3), "const_z": [float(f"{z:.3g}") for z in z_const],
+            "const_worst_z": float(np.max(np.abs(z_const))), "n_min": int(ns.min()), "n_max": int(ns.max()),
+            # the chapter's sentence on the constant reads this word: it changes when a constant strays
+            "const_word": "within 3 standard errors of" if np.max(np.abs(z_const)) <= 3 else "away from"}
+
+
+QUOTE = ("as a result of the Central Limit Theorem, when $N \\to \\infty$, the $H^{-1}$ norm of $\\rho\\_0$ scales as "
+         "$N^{-1/2}$ (Lemma E.3)")
+
+
+@claims_for("metastable-hminus1")
+def hminus1_claims(result: dict[str, Any], cfg: Hminus1Config) -> list[ledger.Claim]:
+    """Lemma E.3 as the review answer states it: ||rho_0||_{H^-1} scales as N^{-1/2}, a null judged
+    by a two-sided z test of the fitted slope of log RMS norm against log N = -1/2
+    (:func:`companion.ledger.consistent`). The constant N E||rho_0||^2 = pi^2 / 3 is our derivation:
+    printed with its z-scores, not judged.
+
+    Examples
+    --------
+    >>> ns = np.array([100, 10000])
+    >>> r = {"ns": ns, "trials": 50, "slope": -0.499, "slope_se": 0.01, "mean_square": np.pi ** 2 / (3 * ns),
     ...      "mean_square_se": 0.01 * np.pi ** 2 / (3 * ns)}
     >>> [c.status for c in hminus1_claims(r, Hminus1Config())]
     ['reproduced']
     >>> [c.status for c in hminus1_claims(dict(r, slope=-1.0), Hminus1Config())]  # a lattice: N^-1
     ['not-reproduced']
     """
-    ns = np.asarray(result["ns"], dtype=np.float64)
-    z_slope = abs(float(result["slope"]) + 0.5) / float(result["slope_se"])
-    theory = hminus1_mean_square(ns)
-    z_const = np.abs(np.asarray(result["mean_square"]) - theory) / np.asarray(result["mean_square_se"])
-    z = max(z_slope, float(z_const.max()))
+    s = hminus1_summary(result)
     return [ledger.Claim(
         id="D-lemmaE3-hminus1", paper="D", where="Lemma E.3 (review answer Q2, reviewer 5)",
-        statement=r"For $N$ i.i.d. uniform tokens $\|\rho_0\|_{H^{-1}}$ scales as $N^{-1/2}$, "
-                  r"with $N\,\mathbb{E}\|\rho_0\|_{H^{-1}}^2 = \pi^2/3$",
-        verdict=ledger.verdict(z, TOL_SIGMA, partly=PARTLY_SIGMA),
-        measured=[float(result["slope"]), (ns * np.asarray(result["mean_square"])).tolist()],
-        expected=[-0.5, float(np.pi ** 2 / 3)], tolerance=f"{TOL_SIGMA:g} standard errors",
-        uncertainty=[float(result["slope_se"]), (ns * np.asarray(result["mean_square_se"])).tolist()])]
+        statement=r"For $N$ i.i.d. uniform tokens $\|\rho_0\|_{H^{-1}}$ scales as $N^{-1/2}$",
+        quote=QUOTE, basis="paper",
+        test="two-sided z test that the slope of log RMS norm against log N equals -1/2 (consistent unless p < "
+             "ALPHA); N E||rho_0||^2 against the derived pi^2/3 printed in standard errors, not judged",
+        verdict=ledger.consistent(s["p_slope"]),
+        measured=[s["slope"], "N E||rho_0||^2 per N", s["n_mean_square"]],
+        expected=[-0.5, "derived pi^2/3", s["pi2_3"]], tolerance=f"level {ledger.ALPHA:g} (p = {s['p_slope']:.2g})",
+        uncertainty=[s["slope_se"], "z of each N E||rho_0||^2 against pi^2/3", s["const_z"]])]

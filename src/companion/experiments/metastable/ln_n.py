@@ -14,15 +14,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from ... import fits, ledger
+from ... import fits, inference, ledger
 from ...circle import Circle, circle_moments
 from ...init import uniform_angles
 from ...integrate import simulate
 from ...perf import threads
-from ...registry import PaperScale, claims_for, experiment, sweep_point
+from ...registry import PaperScale, claims_for, experiment, summary_for, sweep_point
 from ...theory.metastable import gamma_k, k_max, linear_time
 
-__all__ = ["LnNConfig", "ln_n", "ln_n_point", "ln_n_assemble", "ln_n_grid", "joint_fit", "plot_ln_n", "ln_n_claims",
+__all__ = ["LnNConfig", "ln_n", "ln_n_point", "ln_n_assemble", "ln_n_grid", "joint_fit", "plot_ln_n", "ln_n_claims", "ln_n_summary",
            "TOL_LN_N", "PARTLY_LN_N"]
 
 # ln N law: the joint-fit coefficient of ln N within 15 % of 1/(2 gamma) (the fast profile's two
@@ -273,30 +273,62 @@ def ln_n(cfg: LnNConfig, generator: torch.Generator, device: str) -> dict[str, A
 sweep_point("metastable-ln-n", assemble=ln_n_assemble, grid=ln_n_grid)(ln_n_point)  # registered once the experiment is
 
 
-@claims_for("metastable-ln-n")
-def ln_n_claims(result: dict[str, Any], cfg: LnNConfig) -> list[ledger.Claim]:
-    """The ln N law: the joint-fit coefficient b of ln N against 1/(2 gamma_kmax), relative error within
-    :data:`TOL_LN_N` (:data:`PARTLY_LN_N`: partly); the standard error of b as the uncertainty.
+@summary_for("metastable-ln-n")
+def ln_n_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Every number the chapter and the row read: the slope of the mean end time against ln N, the
+    joint-fit coefficient b of ln N with its standard error, and the two-sided z test of b against
+    1/(2 gamma_kmax).
 
     Examples
     --------
-    >>> r = {"joint_lnN": 0.028, "slope": 0.02, "slope_theory": 0.0269, "joint_lnN_se": 0.001}
-    >>> [(c.status, c.uncertainty) for c in ln_n_claims(r, LnNConfig())]
-    [('reproduced', 0.001)]
-    >>> [c.status for c in ln_n_claims(dict(r, joint_lnN=0.04), LnNConfig())]
-    ['not-reproduced']
+    >>> s = ln_n_summary({"joint_lnN": 0.0270, "joint_lnN_se": 0.0004, "slope": 0.028, "slope_theory": 0.0269,
+    ...                   "joint_amp": 0.054, "slope_amp_theory": 0.0538, "trials": [8, 8]})
+    >>> s["p"] > 0.05, round(s["rel_error"], 4)
+    (True, 0.0037)
     """
     theory = float(result["slope_theory"])
-    joint_err = abs(float(result["joint_lnN"]) / theory - 1)
     se = result.get("joint_lnN_se")
     if se is None and "t_trials" in result:  # a result stored before the standard error was: from its trials
         tt, nn, aa = (np.asarray(result[k], dtype=np.float64) for k in ("t_trials", "n_trials", "amp0_trials"))
         ok = np.isfinite(tt)
         se = float(joint_fit(tt[ok], nn[ok], aa[ok])[1][1])
+    b = float(result["joint_lnN"])
+    n = int(np.sum(result.get("trials", [1])))
+    test = inference.estimate(b, float(se), theory, n=n) if se is not None and np.isfinite(se) and se > 0 else None
+    return {"joint_lnN": b, "joint_lnN_se": None if se is None else float(se), "slope": float(result["slope"]),
+            "slope_theory": theory, "rel_error": abs(b / theory - 1), "slope_rel_error": abs(float(result["slope"]) / theory - 1),
+            "joint_amp": float(result.get("joint_amp", math.nan)), "slope_amp_theory": float(result.get("slope_amp_theory", math.nan)),
+            "p": math.nan if test is None else test.p, "z": math.nan if test is None else (b - theory) / float(se),
+            "trials": [int(t) for t in np.atleast_1d(result.get("trials", []))],
+            "trials_text": [str(int(t)) for t in np.atleast_1d(result.get("trials", []))]}
+
+
+QUOTE = "the linear phase ends near t* = ln N / (2 gamma_kmax), so the metastable phase scales with ln N"
+
+
+@claims_for("metastable-ln-n")
+def ln_n_claims(result: dict[str, Any], cfg: LnNConfig) -> list[ledger.Claim]:
+    """The ln N law (NOTES D, [paper, reviews]): the joint-fit coefficient b of ln N equals
+    1/(2 gamma_kmax), a null judged by a two-sided z test with b's standard error
+    (:func:`companion.ledger.consistent`); the relative error is printed.
+
+    Examples
+    --------
+    >>> r = {"joint_lnN": 0.0272, "slope": 0.02, "slope_theory": 0.0269, "joint_lnN_se": 0.001}
+    >>> [(c.status, c.uncertainty) for c in ln_n_claims(r, LnNConfig())]
+    [('reproduced', 0.001)]
+    >>> [c.status for c in ln_n_claims(dict(r, joint_lnN=0.04), LnNConfig())]   # 13 standard errors off
+    ['not-reproduced']
+    """
+    s = ln_n_summary(result)
     return [ledger.Claim(
-        id="D-lnN", paper="D", where="reviews; Thm on the linear phase",
+        id="D-lnN", paper="D", where="reviews; Thm on the linear phase (NOTES D)",
         statement=r"The linear phase ends at $t^* \approx \ln N / (2\gamma_{k_{\max}})$: slope "
                   r"$1/(2\gamma_{k_{\max}})$ in $\ln N$",
-        verdict=ledger.verdict(joint_err, TOL_LN_N, partly=PARTLY_LN_N),
-        measured=[float(result["joint_lnN"]), float(result["slope"])], expected=theory, tolerance=TOL_LN_N,
-        uncertainty=None if se is None or not np.isfinite(se) else float(se))]
+        quote=QUOTE, source=ledger.NOTES, basis="paper",
+        test="two-sided z test that the joint-fit coefficient of ln N (with the initial amplitude as a second "
+             "regressor) equals 1/(2 gamma_kmax): consistent unless p < ALPHA; the relative error is printed",
+        verdict=ledger.consistent(s["p"]) if math.isfinite(s["p"]) else ledger.NOT_CHECKABLE,
+        measured=[s["joint_lnN"], s["slope"], "relative error of b", s["rel_error"]], expected=s["slope_theory"],
+        tolerance=f"level {ledger.ALPHA:g} (p = {s['p']:.2g})",
+        uncertainty=None if s["joint_lnN_se"] is None or not np.isfinite(s["joint_lnN_se"]) else s["joint_lnN_se"])]
