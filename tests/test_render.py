@@ -1,17 +1,22 @@
-"""The built book in headless Chromium: every chapter page shows its figures and typeset math.
+"""The built book in headless Chromium: every chapter page shows its figures and typeset math, and
+its download menu offers the chapter's notebook with its outputs.
 
 ``make test`` builds the book from the reference .ipynb (execution off, right after nbval verified
 them) and runs this with ``COMPANION_BOOK_HTML`` pointing at it; by default the book of
-``make book`` (book/_build/html) is checked. Skips, with the reason, where Chromium or the built
-book is missing; in CI (env CI=true) those are failures.
+``make book`` (book/_build/html) is checked. A book built the way ``make book`` builds it (from a
+MyST .md notebook, executed, with book/_config.yml) is also built here, small, and opened, so that
+what only the .md route gets wrong is seen in ``make test`` too. Skips, with the reason, where
+Chromium or the built book is missing; in CI (env CI=true) those are failures.
 """
 from __future__ import annotations
 
+import html as html_text
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,6 +95,89 @@ def test_chapter_renders(slug, chromium, html_dir, tmp_path):
         assert re.search(r"<script[^>]+src=\"[^\"]*mathjax/tex-mml-chtml\.js", dom), "vendored MathJax not referenced"
         assert "cdn.jsdelivr" not in dom and "mathjax@3/es5" not in dom
     assert "Traceback (most recent call last)" not in dom, f"{slug}: a cell output shows a traceback"
+    notebook_problems = _offered_notebook_problems(page, dom)
+    assert not notebook_problems, f"{slug}: {notebook_problems}"
+
+
+def download_menu(dom: str) -> dict[str, str]:
+    """The download menu of a page's DOM: ``{entry text (".ipynb", ".md", ...): its href}``; the
+    "Print to PDF" entry is a button without a link and is left out."""
+    out = {}
+    for attrs, inner in re.findall(r"<a\b([^>]*)>(.*?)</a>", dom, re.S):
+        cls = re.search(r'class="([^"]*)"', attrs)
+        href = re.search(r'href="([^"]*)"', attrs)
+        if cls and href and re.search(r"\bbtn-download-[\w-]+-button\b", cls.group(1)):
+            text = re.search(r'class="btn__text-container">([^<]*)<', inner)  # beside the icon (an <svg> once scripted)
+            out[(text.group(1) if text else re.sub(r"<!--.*?-->|<[^>]+>|\s+", "", inner, flags=re.S)).strip()] = html_text.unescape(href.group(1))
+    return out
+
+
+def _offered_notebook_problems(page: Path, dom: str) -> list[str]:
+    """Why the page's download menu does not offer its executed notebook (empty: it does)."""
+    menu = download_menu(dom)
+    if ".ipynb" not in menu:
+        return [f"the download menu offers no .ipynb, only {sorted(menu)}"]
+    nb = (page.parent / menu[".ipynb"]).resolve()
+    if not nb.is_file():
+        return [f"the menu's .ipynb ({menu['.ipynb']}) is not in the built book"]
+    cells = json.loads(nb.read_text())["cells"]
+    if not any(c.get("outputs") for c in cells if c["cell_type"] == "code"):
+        return [f"the offered {nb.name} has no outputs: not the executed notebook"]
+    return []
+
+
+def test_download_menu_is_read_from_the_theme_markup():
+    dom = ('<li><a href="../_sources/chapters/x.ipynb" target="_blank" class="btn btn-sm btn-download-notebook-button '
+           'dropdown-item"><span class="btn__text-container">.ipynb</span></a></li><li><a href="../_sources/chapters/x.md" '
+           'class="btn btn-sm btn-download-source-button dropdown-item"><span class="btn__text-container">.md</span></a></li>'
+           '<a href="x.html" class="btn">other</a>')
+    assert download_menu(dom) == {".ipynb": "../_sources/chapters/x.ipynb", ".md": "../_sources/chapters/x.md"}
+    assert _offered_notebook_problems(Path("/nonexistent/chapters/x.html"), dom.split("</li>", 1)[1])[0].startswith(
+        "the download menu offers no .ipynb")
+
+
+TINY_CHAPTER = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+# A chapter
+
+```{code-cell} ipython3
+print(6 * 7)
+```
+"""
+
+
+def test_md_build_offers_the_executed_notebook(chromium, pipeline, tmp_path):
+    """A book built as `make book` builds it (a MyST .md notebook, executed, book/_config.yml with its
+    extensions): the chapter's download menu offers the executed .ipynb (sphinx-book-theme alone
+    offers it only with a launch provider), and the plain front page offers none."""
+    book = tmp_path / "book"
+    (book / "_vendor").mkdir(parents=True)  # html_extra_path of the real config
+    shutil.copy2(ROOT / "book" / "references.bib", book)
+    (book / "intro.md").write_text("# Front page\n\nNo code here.\n")
+    (book / "chapter.md").write_text(TINY_CHAPTER)
+    (book / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n- file: chapter\n")
+    pipeline.ref_config(book / "_config.yml", references=False)
+    jb = Path(sys.executable).parent / "jupyter-book"
+    out = subprocess.run([str(jb), "build", str(book), "--builder", "html", "-W", "--keep-going"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, f"the small .md book did not build:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    site = book / "_build" / "html"
+    page = site / "chapter.html"
+    dom = _dump_dom(chromium, page, tmp_path / "profile")
+    assert not _offered_notebook_problems(page, dom), _offered_notebook_problems(page, dom)
+    nb = json.loads((page.parent / download_menu(dom)[".ipynb"]).read_text())
+    assert "42" in json.dumps([c["outputs"] for c in nb["cells"] if c["cell_type"] == "code"])
+    assert ".md" in download_menu(dom), "the .md source is still offered beside it"
+    assert ".ipynb" not in download_menu(_dump_dom(chromium, site / "intro.html", tmp_path / "profile"))
 
 
 def test_intro_and_ledger_have_math_and_figures():

@@ -9,10 +9,16 @@ without these hooks the ledger page could show the rows of the previous build. H
 
 The summary chapters themselves set ``mystnb: execution_mode: force`` in their front matter, so
 jupyter-cache does not serve their old outputs (their code does not change when the data does).
+
+The download menu of a chapter built from its MyST ``.md`` source also offers the executed notebook
+(``.ipynb``): sphinx-book-theme 1.3 adds that entry only when a launch provider (Binder, Colab, ...)
+is configured; :func:`_offer_executed_notebook` does the same copy without one.
 """
 from __future__ import annotations
 
 import re
+import shutil
+from pathlib import Path
 from typing import Any
 
 # Docstrings in this package write math as plain text (|x|, n_+, c_i1). In reStructuredText
@@ -76,9 +82,35 @@ def _order(app, env, docnames: list[str]) -> None:
     docnames[:] = [d for d in docnames if d not in last] + last
 
 
+def _offer_executed_notebook(app, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Put a notebook page's executed ``.ipynb`` beside its sources for the download menu.
+
+    myst-nb writes every executed notebook, a text (``.md``) notebook included, to its output
+    folder (``_build/jupyter_execute``). sphinx-book-theme offers ``_sources/<page>.ipynb`` in the
+    download menu when ``context["ipynb_source"]`` names it, which it sets only for a launch
+    provider (header_buttons/launch.py); this sets it, after the same copy, before the theme builds
+    the menu (priority 500 < its 501). Pages built from an ``.ipynb`` already offer it as their
+    source and are left alone, as are pages that are not notebooks.
+    """
+    if context.get("ipynb_source") or context.get("page_source_suffix") != ".md":
+        return
+    if "kernelspec" not in app.env.metadata.get(pagename, {}):
+        return
+    config = getattr(app.env, "mystnb_config", None)
+    folder = Path(getattr(config, "output_folder", "") or Path(app.outdir).parent / "jupyter_execute")
+    executed = folder.joinpath(*pagename.split("/")).with_suffix(".ipynb")
+    if not executed.is_file():
+        return
+    target = Path(app.outdir, "_sources", *pagename.split("/")).with_suffix(".ipynb")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(executed, target)
+    context["ipynb_source"] = pagename + ".ipynb"
+
+
 def setup(app) -> dict[str, Any]:
     app.add_config_value("companion_summary_docs", ["chapters/claims", "chapters/status"], "env")
     app.connect("env-get-outdated", _outdated)
     app.connect("env-before-read-docs", _order)
     app.connect("autodoc-process-docstring", _escape_docstring, priority=400)  # before numpydoc (500)
+    app.connect("html-page-context", _offer_executed_notebook, priority=500)  # before the theme's menu (501)
     return {"parallel_read_safe": False, "parallel_write_safe": True, "version": "1"}
