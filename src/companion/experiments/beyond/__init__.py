@@ -22,33 +22,29 @@ inconclusive / refuted, :func:`companion.ledger.answer`), kept apart from the pa
   :func:`~companion.theory.questions.ramp_depths`).
 
 Sizes are ours (no paper runs these): the ``full`` profiles are larger versions of the ``fast`` ones.
-The thresholds several answers share (:data:`ON_SUBSPACE`, :data:`TOL_UNDECIDED`, :data:`TOL_RATE`,
+The thresholds several answers share (:data:`ON_SUBSPACE`, :data:`TOL_RATE`,
 :data:`RATE_FLOOR`) are here; each experiment's own are in its file.
 """
 from __future__ import annotations
 
-from ._shared import ON_SUBSPACE, RATE_FLOOR, TOL_RATE, TOL_UNDECIDED
-from .aniso_adapters import (FLAT_SLOPE, TOL_ANISO_RATIO, Z_REFUTE, Z_SUPPORT, AnisoAdaptersConfig, aniso_adapters,
-                             aniso_adapters_claims, plot_aniso_adapters)
-from .depth_paths import (DEPTH_PATHS_TINY, EUCLID_T_MAX, TOL_ANGLE, TOL_DEPTH, TOL_FROZEN, TOL_LAG, TOL_TURN, DepthPathsConfig,
-                          depth_paths, depth_paths_claims, plot_depth_paths)
-from .lora_metastable import (LORA_METASTABLE_TINY, SWITCH_REFUTE, SWITCH_SUPPORT, TOL_AXIS, TOL_LORA_COEF, TOL_LORA_FORCING,
-                              LoraMetastableConfig, lora_circle_check, lora_metastable, lora_metastable_claims,
+from ._shared import ON_SUBSPACE, RATE_FLOOR, TOL_RATE
+from .aniso_adapters import AnisoAdaptersConfig, aniso_adapters, aniso_adapters_claims, aniso_adapters_summary, plot_aniso_adapters
+from .depth_paths import (DEPTH_PATHS_TINY, EUCLID_T_MAX, TOL_ANGLE, TOL_DEPTH, TOL_FROZEN, DepthPathsConfig, depth_paths,
+                          depth_paths_claims, depth_paths_summary, plot_depth_paths)
+from .lora_metastable import (LORA_METASTABLE_TINY, TOL_AXIS, TOL_LORA_COEF, TOL_LORA_FORCING, LoraMetastableConfig,
+                              lora_circle_check, lora_metastable, lora_metastable_claims, lora_metastable_summary,
                               lora_synthetic_result, plot_lora_metastable)
-from .negdef_patterns import (PATTERN_REFUTE, PATTERN_SUPPORT, NegdefPatternsConfig, negdef_patterns, negdef_patterns_claims,
+from .negdef_patterns import (NegdefPatternsConfig, negdef_patterns, negdef_patterns_claims, negdef_patterns_summary,
                               plot_negdef_patterns)
-from .terminal_map import TerminalMapConfig, plot_terminal_map, terminal_map, terminal_map_claims
+from .terminal_map import TerminalMapConfig, plot_terminal_map, terminal_map, terminal_map_claims, terminal_map_summary
 
 __all__ = [
-    "ON_SUBSPACE", "TOL_UNDECIDED", "TOL_RATE", "RATE_FLOOR",
-    "AnisoAdaptersConfig", "aniso_adapters", "aniso_adapters_claims", "plot_aniso_adapters",
-    "TOL_ANISO_RATIO", "Z_SUPPORT", "Z_REFUTE", "FLAT_SLOPE",
+    "ON_SUBSPACE", "TOL_RATE", "RATE_FLOOR",
+    "AnisoAdaptersConfig", "aniso_adapters", "aniso_adapters_claims", "aniso_adapters_summary", "plot_aniso_adapters",
     "LoraMetastableConfig", "lora_metastable", "lora_metastable_claims", "plot_lora_metastable", "lora_circle_check",
-    "lora_synthetic_result", "LORA_METASTABLE_TINY", "TOL_LORA_COEF", "TOL_LORA_FORCING", "TOL_AXIS",
-    "SWITCH_SUPPORT", "SWITCH_REFUTE",
-    "TerminalMapConfig", "terminal_map", "terminal_map_claims", "plot_terminal_map",
-    "NegdefPatternsConfig", "negdef_patterns", "negdef_patterns_claims", "plot_negdef_patterns",
-    "PATTERN_SUPPORT", "PATTERN_REFUTE",
-    "DepthPathsConfig", "depth_paths", "depth_paths_claims", "plot_depth_paths", "DEPTH_PATHS_TINY",
-    "TOL_FROZEN", "TOL_LAG", "TOL_TURN", "TOL_ANGLE", "TOL_DEPTH", "EUCLID_T_MAX",
+    "lora_synthetic_result", "lora_metastable_summary", "LORA_METASTABLE_TINY", "TOL_LORA_COEF", "TOL_LORA_FORCING", "TOL_AXIS",
+    "TerminalMapConfig", "terminal_map", "terminal_map_claims", "terminal_map_summary", "plot_terminal_map",
+    "NegdefPatternsConfig", "negdef_patterns", "negdef_patterns_claims", "negdef_patterns_summary", "plot_negdef_patterns",
+    "DepthPathsConfig", "depth_paths", "depth_paths_claims", "depth_paths_summary", "plot_depth_paths", "DEPTH_PATHS_TINY",
+    "TOL_FROZEN", "TOL_ANGLE", "TOL_DEPTH", "EUCLID_T_MAX",
 ]

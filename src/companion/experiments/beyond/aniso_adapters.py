@@ -11,25 +11,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from ... import fits, ledger, models
-from ...registry import claims_for, experiment
+from ... import fits, inference, ledger, models
+from ...registry import claims_for, experiment, summary_for
 from ...theory import lora_depth as th_depth
 from ...theory.questions import aniso_level
-from ._shared import F64, OURS
+from ._shared import F64, OURS, every
 
-__all__ = ["AnisoAdaptersConfig", "aniso_adapters", "aniso_adapters_claims", "plot_aniso_adapters",
-           "TOL_ANISO_RATIO", "Z_SUPPORT", "Z_REFUTE", "FLAT_SLOPE"]
-
-# Q1: a measured level agrees with the leading-order prediction within 15 % (the phase chapter's
-# tolerance for eq. (21): standard errors of 4-8 % at these sizes, and O(kappa) corrections of a few %).
-TOL_ANISO_RATIO = 0.15
-# Q1: "one effective kappa suffices" predicts a ratio of exactly 1 between two covariances with the
-# same noise off u1; a ratio within 2 standard errors of 1 supports it, beyond 3 refutes it.
-Z_SUPPORT, Z_REFUTE = 2.0, 3.0
-# Q1: eta_L = sqrt(L) survives when the level's log-log slope in L is flat within 0.15 (the phase
-# chapter's CRITICAL_FLAT), the whole 2-standard-error interval included.
-FLAT_SLOPE = 0.15
-
+__all__ = ["AnisoAdaptersConfig", "aniso_adapters", "aniso_adapters_claims", "aniso_adapters_summary", "plot_aniso_adapters"]
 
 @dataclasses.dataclass(frozen=True)
 class AnisoAdaptersConfig:
@@ -194,59 +182,138 @@ def _case(result: dict[str, Any], w: tuple[float, ...]) -> int | None:
     return None
 
 
+def _two_sided(value: float, se: float, expected: float) -> float:
+    """p of the null ``value == expected`` from a z test (1.0 where the standard error is 0 and they agree)."""
+    if not se > 0:
+        return 1.0 if value == expected else 0.0
+    return inference.estimate(value, se, expected).p
+
+
+@summary_for("beyond-aniso-adapters")
+def aniso_adapters_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Every number the chapter and the answers read: per covariance measured/derived and its p-value
+    against 1 (a two-sided z test; the trials of different covariances are independent draws); the
+    split pair's level ratio and its p-value against 1 (the one-kappa reading); per scaling covariance
+    the log-log slope of the level between the two largest depths (where the layer map's O(1/L) steps
+    matter least) and its p-value against 0, and the slope fitted over every depth (printed only).
+
+    Examples
+    --------
+    >>> cases = [[1 / 3] * 3, [0.2, 0.8, 0.0], [0.2, 0.0, 0.8]]
+    >>> r = {"cases": cases, "level": np.array([1.0, 1.5, 1.0]), "level_se": np.array([0.01] * 3),
+    ...      "predicted": np.array([1.0, 1.5, 1.0]), "depths": [8, 128, 512],
+    ...      "scaling_level": np.array([[0.9, 1.0, 1.0]]), "scaling_se": np.array([[0.01, 0.01, 0.01]]),
+    ...      "scaling_slope": np.array([0.03]), "scaling_slope_se": np.array([0.01])}
+    >>> s = aniso_adapters_summary(r)
+    >>> s["worst_ratio"], s["split_ratio"], s["split_derived"], float(s["tail_slope"][0]), s["split_p"] < 1e-6
+    (1.0, 1.5, 1.5, 0.0, True)
+    """
+    level, se, pred = (np.asarray(result[k], float) for k in ("level", "level_se", "predicted"))
+    ratio, rse = level / pred, se / pred
+    worst = int(np.argmax(np.abs(ratio - 1)))
+    out: dict[str, Any] = {
+        "labels": ["(" + ", ".join(f"{v:.2g}" for v in w) + ")" for w in result["cases"]],
+        "ratio": ratio, "ratio_se": rse, "ratio_p": np.array([_two_sided(r, e, 1.0) for r, e in zip(ratio, rse)]),
+        "worst": worst, "worst_ratio": float(ratio[worst]), "worst_se": float(rse[worst]),
+    }
+    a, b = _case(result, (0.2, 0.8, 0.0)), _case(result, (0.2, 0.0, 0.8))
+    if a is not None and b is not None:
+        r = level[a] / level[b]
+        r_se = r * math.hypot(se[a] / level[a], se[b] / level[b])
+        out.update(split_ratio=float(r), split_se=float(r_se), split_derived=float(pred[a] / pred[b]),
+                   split_p=_two_sided(r, r_se, 1.0), split_z=float((r - 1) / r_se) if r_se > 0 else math.inf)
+    depths = np.asarray(result["depths"], float)
+    sl, sse = np.atleast_2d(np.asarray(result["scaling_level"], float)), np.atleast_2d(np.asarray(result["scaling_se"], float))
+    span = math.log(depths[-1] / depths[-2])
+    tail = np.log(sl[:, -1] / sl[:, -2]) / span
+    tail_se = np.hypot(sse[:, -1] / sl[:, -1], sse[:, -2] / sl[:, -2]) / span
+    out.update(tail_depths=[int(depths[-2]), int(depths[-1])], tail_slope=tail, tail_se=tail_se,
+               tail_p=np.array([_two_sided(t, e, 0.0) for t, e in zip(tail, tail_se)]),
+               slope=np.asarray(result["scaling_slope"], float), slope_se=np.asarray(result["scaling_slope_se"], float))
+    return out
+
+
+_QUOTE_ANISO = ("A natural way to model rank-dependent forgetting would be to replace the isotropic Gaussian assumption by an "
+                "anisotropic covariance, allowing the LoRA updates to preferentially align with unstable or weakly stable "
+                "eigendirections of the pretrained dynamics.")
+
+
 @claims_for("beyond-aniso-adapters")
 def aniso_adapters_claims(result: dict[str, Any], cfg: AnisoAdaptersConfig) -> list[ledger.Claim]:
-    """Question 1's answers: (a) the derived per-direction level holds for every covariance (worst
-    ratio within :data:`TOL_ANISO_RATIO` of 1, 2 s.e. included); (b) one effective kappa suffices:
-    the split covariances (0.2, 0.8, 0) and (0.2, 0, 0.8) have the same noise off u_1, so a single
-    kappa(Sigma) gives them equal levels (ratio 1 within :data:`Z_SUPPORT` s.e.; refuted beyond
-    :data:`Z_REFUTE`); (c) eta_L = sqrt(L) stays critical: every slope of the level in L flat within
-    :data:`FLAT_SLOPE`.
+    """Question 1's answers, from :func:`aniso_adapters_summary`: (a) the derived per-direction level
+    holds for each covariance: the null "measured/derived = 1" (two-sided z test at ``ledger.ALPHA``),
+    one case per covariance (:func:`companion.ledger.cases`: some holding and some failing reads
+    inconclusive, since the law is leading order in kappa); (b) one effective kappa suffices: the
+    split covariances (0.2, 0.8, 0) and (0.2, 0, 0.8) carry the same noise off u_1, so that reading
+    gives them equal levels: the null "ratio = 1"; (c) eta_L = sqrt(L) stays critical: the level
+    tends to a finite limit in L, the null "slope 0" between the two largest depths, per covariance.
 
     Examples
     --------
     >>> cases = [[1 / 3] * 3, [0.2, 0.8, 0.0], [0.2, 0.0, 0.8]]
     >>> r = {"cases": cases, "level": np.array([1.0, 1.5, 1.0]), "level_se": np.array([0.02] * 3),
-    ...      "predicted": np.array([1.0, 1.45, 1.0]), "scaling_slope": np.array([0.01]), "scaling_slope_se": np.array([0.02])}
+    ...      "predicted": np.array([1.0, 1.49, 1.0]), "depths": [8, 128, 512],
+    ...      "scaling_level": np.array([[0.9, 1.0, 1.0]]), "scaling_se": np.array([[0.01, 0.01, 0.01]]),
+    ...      "scaling_slope": np.array([0.03]), "scaling_slope_se": np.array([0.01])}
     >>> [c.status for c in aniso_adapters_claims(r, AnisoAdaptersConfig())]
     ['supported', 'refuted', 'supported']
-    >>> r2 = dict(r, level=np.array([1.0, 1.0, 1.0]), scaling_slope=np.array([-0.5]))  # a wrong model
+    >>> r2 = dict(r, level=np.array([1.0, 1.0, 1.0]), scaling_level=np.array([[0.9, 1.0, 0.5]]))  # a wrong model
     >>> [c.status for c in aniso_adapters_claims(r2, AnisoAdaptersConfig())]
-    ['refuted', 'supported', 'refuted']
+    ['inconclusive', 'supported', 'refuted']
     """
-    level, se, pred = (np.asarray(result[k], float) for k in ("level", "level_se", "predicted"))
-    ratio, rse = level / pred, se / pred
-    worst = int(np.argmax(np.abs(ratio - 1)))
+    s = aniso_adapters_summary(result)
+    labels = s["labels"]
+    level_v = ledger.cases({f"w = {lab}": ledger.consistent(p) for lab, p in zip(labels, s["ratio_p"])})
+    listing = ", ".join(f"{lab}: {r:.4g} ± {e:.2g}" for lab, r, e in zip(labels, s["ratio"], s["ratio_se"]))
     rows = [ledger.Claim(
-        id="Q-A-aniso-level", paper="A", where="Thm. 4.2 (beyond)",
-        statement=r"With adapter factors $u \sim N(0, \Sigma)$, the critical level follows the isotropic law direction by "
-                  r"direction: $\kappa \to k_i = d\kappa\Sigma_{ii}$, damping $2\,\mathrm{gap}_i + 4(k_i - k_1) + d\kappa$ "
-                  "(derived); measured/predicted, worst case",
-        verdict=ledger.answer(ledger.within(abs(ratio[worst] - 1), 2 * rse[worst], TOL_ANISO_RATIO)),
-        measured=float(ratio[worst]), expected=1.0, tolerance=TOL_ANISO_RATIO, uncertainty=float(rse[worst]))]
-    a, b = _case(result, (0.2, 0.8, 0.0)), _case(result, (0.2, 0.0, 0.8))
-    if a is None or b is None:
-        rows.append(ledger.Claim(id="Q-A-aniso-single-kappa", paper="A", where="Thm. 4.2 (beyond)",
+        id="Q-A-aniso-level", paper="A", where="Thm. 4.2, Sec. 4.1.2 (beyond)",
+        statement=r"Derived: with adapter factors $u \sim N(0, \Sigma)$, the critical level follows the isotropic law direction "
+                  r"by direction, $\kappa \to k_i = d\kappa\Sigma_{ii}$, damping $2\,\mathrm{gap}_i + 4(k_i - k_1) + d\kappa$ "
+                  "(leading order in kappa); measured/derived per covariance, worst case printed",
+        quote=_QUOTE_ANISO, basis="derived",
+        test="per covariance, the null 'measured level / derived level = 1' by a two-sided z test at the ledger's level "
+             "(covariances are independent draws); all holding supports, any failing leaves it inconclusive (the law is "
+             "leading order in kappa, so a few-percent gap may be its remainder: a scan in kappa would decide, not more trials)",
+        verdict=ledger.answer(level_v), measured=s["worst_ratio"], expected=1.0,
+        tolerance=f"two-sided z test at {ledger.ALPHA:g} per covariance",
+        uncertainty=f"measured/derived per covariance {listing}",
+        why=level_v.why + ("" if level_v.status == "reproduced" else
+                           f" (kappa = {result.get('kappa', cfg.kappa):g}: the leading-order law may miss by its O(kappa) "
+                           "remainder; a scan in kappa would decide, not more trials)"))]
+    if "split_ratio" not in s:
+        rows.append(ledger.Claim(id="Q-A-aniso-single-kappa", paper="A", where="Thm. 4.2, Sec. 4.1.2 (beyond)",
                                  statement=r"One effective $\kappa(\Sigma)$ suffices (needs the two split covariances)",
+                                 quote=_QUOTE_ANISO, basis="reading", test="needs the split covariances (0.2, 0.8, 0) and (0.2, 0, 0.8)",
                                  verdict=ledger.answer(ledger.NOT_CHECKABLE)))
     else:
-        r = level[a] / level[b]
-        r_se = r * math.hypot(se[a] / level[a], se[b] / level[b])
-        z = abs(r - 1) / r_se
         rows.append(ledger.Claim(
-            id="Q-A-aniso-single-kappa", paper="A", where="Thm. 4.2 (beyond)",
-            statement=r"One effective $\kappa(\Sigma)$ suffices: $\Sigma = \mathrm{diag}(0.2, 0.8, 0)$ and "
-                      r"$\mathrm{diag}(0.2, 0, 0.8)$ (same noise off $u_1$) give equal levels; measured ratio "
-                      f"(per-direction prediction {pred[a] / pred[b]:.3g})",
-            verdict=ledger.answer(ledger.verdict(z, Z_SUPPORT, partly=Z_REFUTE, scale=1.0)),
-            measured=float(r), expected=1.0, tolerance=f"{Z_SUPPORT:g} s.e. (refuted beyond {Z_REFUTE:g})", uncertainty=float(r_se)))
-    slope, sse = np.asarray(result["scaling_slope"], float), np.asarray(result["scaling_slope_se"], float)
-    j = int(np.argmax(np.abs(slope) + 2 * sse))
+            id="Q-A-aniso-single-kappa", paper="A", where="Thm. 4.2, Sec. 4.1.2 (beyond)",
+            statement=r"Our reading of the paper's 'fixed noise magnitude $\kappa$' carried to an anisotropic covariance: one "
+                      r"effective $\kappa(\Sigma)$ suffices, so $\Sigma = \mathrm{diag}(0.2, 0.8, 0)$ and "
+                      r"$\mathrm{diag}(0.2, 0, 0.8)$ (same noise off $u_1$) give equal levels; measured ratio of the two "
+                      f"(per-direction derivation {s['split_derived']:.3g})",
+            quote="provided the perturbations are compared at fixed Frobenius norm, or equivalently fixed noise magnitude $\\kappa$ .",
+            basis="reading",
+            test="the null 'level ratio = 1' by a two-sided z test at the ledger's level (the two covariances are independent draws, "
+                 "so the standard errors add in quadrature); rejected refutes the one-kappa reading",
+            verdict=ledger.answer(ledger.consistent(s["split_p"])), measured=s["split_ratio"], expected=1.0,
+            tolerance=f"two-sided z test at {ledger.ALPHA:g}", uncertainty=s["split_se"],
+            why=f"the ratio is {s['split_z']:.3g} standard errors from 1, near the per-direction value {s['split_derived']:.3g}"))
+    tails = {f"w = {labels[c]}": ledger.consistent(p) for c, p in zip(result["scaling_cases"], s["tail_p"])} \
+        if "scaling_cases" in result else {f"case {j}": ledger.consistent(p) for j, p in enumerate(s["tail_p"])}
+    j = int(np.argmax(np.abs(s["tail_slope"])))
+    lo, hi = s["tail_depths"]
     rows.append(ledger.Claim(
         id="Q-A-aniso-sqrtL", paper="A", where="Thm. 4.2 (beyond)",
-        statement=r"$\eta_L \sim \sqrt L$ stays the critical scaling with anisotropic adapters: the level's log-log slope "
-                  "in $L$, worst case",
-        verdict=ledger.answer(ledger.within(abs(slope[j]), 2 * sse[j], FLAT_SLOPE)),
-        measured=float(slope[j]), expected=0.0, tolerance=FLAT_SLOPE, uncertainty=float(sse[j])))
+        statement=r"Derived: $\eta_L \sim \sqrt L$ stays the critical scaling with anisotropic adapters (the noise per unit time "
+                  r"is $c^2 L^{2\alpha - 1}$ whatever $\Sigma$): the level tends to a finite limit in $L$; log-log slope of the "
+                  rf"level between $L = {lo}$ and ${hi}$, largest over the covariances",
+        quote=_QUOTE_ANISO, basis="derived",
+        test=f"per covariance, the null 'slope 0' between the two largest depths ({lo}, {hi}) by a two-sided z test at the "
+             "ledger's level (depths are independent draws); the slope over every depth is printed, not judged, since the "
+             "layer map's O(1/L) steps bend it at small L",
+        verdict=ledger.answer(every(tails)), measured=float(s["tail_slope"][j]), expected=0.0,
+        tolerance=f"two-sided z test at {ledger.ALPHA:g}",
+        uncertainty=f"± {s['tail_se'][j]:.2g}; slope fitted over every depth (printed only) "
+                    + ", ".join(f"{a:.3g} ± {b:.2g}" for a, b in zip(s["slope"], s["slope_se"]))))
     return rows
-

@@ -7,6 +7,7 @@ The criterion per split is :func:`companion.theory.questions.split_prediction`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import numpy as np
@@ -15,16 +16,13 @@ import torch
 from ... import init, ledger, models
 from ...integrate import simulate
 from ...report import wilson
-from ...registry import claims_for, experiment
+from ...registry import claims_for, experiment, summary_for
 from ...theory.questions import split_prediction
-from ._shared import F64, ON_SUBSPACE, OURS, TOL_UNDECIDED
+from ._shared import F64, ON_SUBSPACE, OURS
 
-__all__ = ["NegdefPatternsConfig", "negdef_patterns", "negdef_patterns_claims", "plot_negdef_patterns",
-           "PATTERN_SUPPORT", "PATTERN_REFUTE"]
+__all__ = ["NegdefPatternsConfig", "negdef_patterns", "negdef_patterns_claims", "negdef_patterns_summary",
+           "plot_negdef_patterns"]
 
-# Q4: the criterion predicts the final patterns when at least 95 % of the trials end in a split it
-# calls stable; below 80 % refutes it (inconclusive in between).
-PATTERN_SUPPORT, PATTERN_REFUTE = 0.95, 0.8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,14 +163,44 @@ def negdef_patterns(cfg: NegdefPatternsConfig, generator: torch.Generator, devic
             "none_stable_not_split": int(sum(c["not_split"] for c in cells.values() if c["none_stable"]))}
 
 
+@summary_for("beyond-negdef-patterns")
+def negdef_patterns_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Every number the chapter and the answers read: the runs, those ending in a split the block
+    criterion calls unstable, those unsettled, those in cells where no split is stable and how many of
+    them end in no split, and whether the singleton correction changes any prediction on the grid
+    (``correction_changes``: the cells where the block criterion and Thm. 5.2 as stated differ).
+
+    Examples
+    --------
+    >>> r = {"trials": 100, "in_stable": 90, "in_theorem": 90, "in_unstable": 0, "unsettled": 0, "not_split": 10,
+    ...      "none_stable_trials": 10, "none_stable_not_split": 10, "singleton_saved": 0,
+    ...      "cells": {"n=3 beta=1": {"stable": {"1": True}, "theorem": {"1": True}}}}
+    >>> s = negdef_patterns_summary(r)
+    >>> s["bad"], s["no_split_share"], s["correction_changes"], s["settled"]
+    (0, 1.0, 0, 90)
+    """
+    m, k = int(result["none_stable_trials"]), int(result["none_stable_not_split"])
+    cells = result.get("cells", {})
+    changes = sum(c["stable"] != c["theorem"] for c in cells.values())
+    return {"runs": int(result["trials"]), "bad": int(result["in_unstable"]), "unsettled": int(result["unsettled"]),
+            "settled": int(result["trials"]) - int(result["unsettled"]) - m,
+            "in_stable": int(result["in_stable"]), "in_theorem": int(result["in_theorem"]),
+            "singleton_saved": int(result.get("singleton_saved", 0)),
+            "none_stable_runs": m, "none_stable_not_split": k, "no_split_share": k / m if m else math.nan,
+            "cells": len(cells), "correction_changes": int(changes),
+            "per_cell": int(result["trials"]) // len(cells) if cells else 0}
+
+
+_QUOTE_C = "and then briefly examine the multi-particle regime $n\\geq 3$, where the asymptotic selection mechanism remains open."
+
+
 @claims_for("beyond-negdef-patterns")
 def negdef_patterns_claims(result: dict[str, Any], cfg: NegdefPatternsConfig) -> list[ledger.Claim]:
-    """Question 4's answers: (a) the block criterion (Thm. 5.2 with the singleton correction) predicts
-    the final splits: no run ends in a split it calls unstable (refuted otherwise), and at most
-    :data:`TOL_UNDECIDED` of the runs are unsettled (no split yet where one is stable; inconclusive
-    otherwise); (b) where it calls no split stable, the runs end in another pattern: at least
-    :data:`PATTERN_SUPPORT` of them (refuted below :data:`PATTERN_REFUTE`; inconclusive when the grid
-    has no such cell).
+    """Question 4's answers, from :func:`negdef_patterns_summary`: (a) the block criterion (Thm. 5.2 with
+    the singleton correction) predicts the final splits: no run ends in a split it calls unstable (one
+    such run refutes; runs unsettled at t1 decide nothing, and with none settled the answer is
+    inconclusive); (b) where it calls no split stable, no run ends in a sign split (inconclusive when
+    the grid has no such cell).
 
     Examples
     --------
@@ -183,25 +211,30 @@ def negdef_patterns_claims(result: dict[str, Any], cfg: NegdefPatternsConfig) ->
     >>> [c.status for c in negdef_patterns_claims(dict(r, in_unstable=5, none_stable_not_split=2), NegdefPatternsConfig())]  # a wrong model
     ['refuted', 'refuted']
     """
-    n = int(result["trials"])
-    m, k = int(result["none_stable_trials"]), int(result["none_stable_not_split"])
-    bad, slow = int(result["in_unstable"]), int(result["unsettled"])
-    main = ledger.graded([ledger.verdict(bad, 0)], [ledger.verdict(slow / n, TOL_UNDECIDED)])
+    s = negdef_patterns_summary(result)
+    n, m, k, bad = s["runs"], s["none_stable_runs"], s["none_stable_not_split"], s["bad"]
+    main = ledger.Verdict("inconclusive") if s["settled"] <= 0 else ledger.verdict(bad == 0)
     rows = [ledger.Claim(
         id="Q-C-negdef-patterns", paper="C", where="Thm. 5.2, Sec. 7.3 (beyond)",
-        statement=r"For $n \ge 3$ and $V$ negative definite, no run ends in a sign split on $e_d$ that the block criterion "
-                  "(Thm. 5.2 with the singleton correction) calls unstable; measured: runs ending in such a split",
+        statement=r"Derived: for $n \ge 3$ and $V$ negative definite, no run ends in a sign split on $e_d$ that the block "
+                  "criterion (Thm. 5.2 with the singleton correction) calls unstable; measured: runs ending in such a split",
+        quote=_QUOTE_C, basis="derived",
+        test="a counterexample check: a run ending in a split the criterion calls unstable refutes it (generic initial "
+             "tokens do not converge to an unstable state); runs with no split yet where one is stable are unsettled and "
+             "decide nothing",
         verdict=ledger.answer(main), measured=bad,
-        expected=f"0 (and <= {TOL_UNDECIDED:g} of runs unsettled; measured {slow}/{n})", tolerance=0,
-        uncertainty=f"{wilson(bad, n, 'runs')}; in a stable split {result['in_stable']}/{n}, in a split Thm. 5.2 as stated calls "
-                    f"stable {result['in_theorem']}/{n}")]
-    rule = dict(reproduced=PATTERN_SUPPORT, partly=PATTERN_REFUTE, better="higher")
+        expected=f"0 (unsettled at t1: {s['unsettled']} of {n})", tolerance=0,
+        uncertainty=f"{wilson(bad, n, 'runs')}; in a stable split {s['in_stable']}/{n}, in a split Thm. 5.2 as stated calls "
+                    f"stable {s['in_theorem']}/{n}",
+        why="" if bad == 0 else f"{bad} runs ended in a split the criterion calls unstable")]
     rows.append(ledger.Claim(
-        id="Q-C-negdef-no-split", paper="C", where="Thm. 5.2 (beyond)",
-        statement=r"Where the criterion calls no sign split stable (small $\beta$, few tokens), the runs end in another "
+        id="Q-C-negdef-no-split", paper="C", where="Thm. 5.2, Sec. 7.3 (beyond)",
+        statement=r"Derived: where the criterion calls no sign split stable (small $\beta$, few tokens), the runs end in another "
                   "pattern; share of runs",
-        verdict=ledger.answer(ledger.verdict(k / m, **rule)) if m else ledger.Verdict("inconclusive"),
-        measured=k / m if m else None, expected=f">= {PATTERN_SUPPORT:g}", tolerance=PATTERN_SUPPORT,
-        uncertainty=wilson(k, m, "runs") if m else "no such cell in the grid"))
+        quote=_QUOTE_C, basis="derived",
+        test="a counterexample check: in the cells where no split is stable, one run ending in a sign split refutes it",
+        verdict=ledger.answer(ledger.verdict(k == m)) if m else ledger.Verdict("inconclusive"),
+        measured=k / m if m else None, expected=1.0, tolerance=0,
+        uncertainty=wilson(k, m, "runs") if m else "no such cell in the grid",
+        why="" if not m or k == m else f"{m - k} of {m} runs ended in a sign split no criterion allows"))
     return rows
-
