@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 import torch
 
+from companion import fits
+from companion.experiments.metastable.cluster_limit import _trend
 from companion.registry import get, judge
 from companion.store import load_from, load_run, results_dir, stale_reason
 from companion.experiments import metastable as ms
@@ -59,8 +61,9 @@ def test_linear_rates_reproduce_and_fail_for_another_normalisation(lin):
     # the rates of SA measured, compared with USA's formula (a factor I_0(beta) apart)
     usa = [gamma_k(np.arange(1, len(t) + 1), b, "usa") for t, b in zip(lin["theory"], lin["betas"])]
     assert statuses(dict(lin, theory=usa))["D-linear-rates"] == "not-reproduced"
-    # every rate 20 % too slow: past the tolerance, within the partly band
-    assert statuses(dict(lin, rates=[0.8 * r for r in lin["theory"]]))["D-linear-rates"] == "partly"
+    # every rate 20 % too slow: past the method's 15 % error; 10 % too slow: within it (no partly band any more)
+    assert statuses(dict(lin, rates=[0.8 * r for r in lin["theory"]]))["D-linear-rates"] == "not-reproduced"
+    assert statuses(dict(lin, rates=[0.9 * r for r in lin["theory"]]))["D-linear-rates"] == "reproduced"
 
 
 def test_kmax_row_says_where_it_judges_on_the_stored_run():
@@ -75,26 +78,31 @@ def test_kmax_row_says_where_it_judges_on_the_stored_run():
     assert np.allclose(gaps, [0.0099, 0.0187, 0.0197, 0.0072], atol=5e-4)
     assert row.status == "reproduced" and row.measured[1] == "judged at 4 of 9 betas (2, 5, 7, 10)"
     assert row.measured[2] == "near-ties left out at beta 1, 3, 20, 50, 100"
-    # the argmax moved to the neighbour at a judged beta (10): not reproduced; at a near-tie (20): partly
+    # the argmax moved to the neighbour at a judged beta (10): one case of four fails, partly; at a near-tie (20)
+    # the argmax is not judged
     k = list(res["k_theory"])
-    for beta, want in ((10.0, "not-reproduced"), (20.0, "partly")):
+    for beta, want in ((10.0, "partly"), (20.0, "reproduced")):
         i = list(res["betas"]).index(beta)
         rates = [np.array(r, dtype=float) for r in res["rates"]]
         rates[i][k[i]] = rates[i][k[i] - 1] * 1.001  # mode k_max + 1 just faster
         assert statuses(dict(res, rates=rates))["D-kmax"] == want, beta
 
 
-def test_kmax_fails_where_resolved_and_is_partly_at_near_ties(lin):
+def test_kmax_fails_where_resolved_and_is_not_judged_at_near_ties(lin):
     assert statuses(lin)["D-kmax"] == "reproduced"
-    # beta = 5 (gap 12 %, resolved): the next mode, 4, measured fastest
+    # beta = 5 (gap 12 %, resolved): the next mode, 4, measured fastest; beta = 2 still right: partly
     rates = [np.array(r, dtype=np.float64) for r in lin["rates"]]
     rates[1][3] = 1.05 * rates[1][2]
+    assert statuses(dict(lin, rates=rates))["D-kmax"] == "partly"
+    # every resolved beta wrong: not reproduced
+    for i in range(len(rates)):
+        rates[i][np.argmax(lin["theory"][i]) + 1] = 1.05 * rates[i].max()
     assert statuses(dict(lin, rates=rates))["D-kmax"] == "not-reproduced"
     # beta = 7 (gap 6 %, unresolved by a 10 % error of the other modes): mode 3 measured fastest
     rates = [np.array(r, dtype=np.float64) for r in lin["rates"]]
     rates[2][2] = 1.01 * rates[2][3]
     assert ms.kmax_resolution(rates, lin["theory"])["resolved"].tolist() == [True, True, False]
-    assert statuses(dict(lin, rates=rates))["D-kmax"] == "partly"
+    assert statuses(dict(lin, rates=rates))["D-kmax"] == "reproduced"  # the near-tie is listed, not judged
 
 
 # ----------------------------------------------------------------------------- ln N law
@@ -108,7 +116,8 @@ def lnn():
 def test_ln_n_reproduces_and_fails_when_moved(lnn):
     (row,) = judge(lnn)
     assert row.status == "reproduced" and row.uncertainty is not None and 0 < row.uncertainty < ms.TOL_LN_N * lnn["slope_theory"]
-    assert statuses(dict(lnn, joint_lnN=lnn["slope_theory"] * (1 + 2 * ms.TOL_LN_N)))["D-lnN"] == "not-reproduced"
+    # b moved by 10 of its standard errors: a two-sided z test rejects b = 1/(2 gamma) (p about 1.5e-23)
+    assert statuses(dict(lnn, joint_lnN=lnn["slope_theory"] + 10 * lnn["joint_lnN_se"]))["D-lnN"] == "not-reproduced"
     # another beta's theory: beta = 3 selects k = 2, whose rate is half of beta = 5's k = 3
     other = 1 / (2 * float(gamma_k(2, 3.0, "usa")))
     assert statuses(dict(lnn, slope_theory=other))["D-lnN"] == "not-reproduced"
@@ -164,7 +173,7 @@ def test_joint_fit_recovers_known_coefficients():
 
 @pytest.fixture(scope="module")
 def off():
-    # the stored full-profile result the chapter judges (32 seeds per ensemble; 2 minutes to recompute)
+    # the stored full-profile result the chapter judges (128 seeds per ensemble; 100 s to recompute)
     stored = load_run("metastable-official", "full")
     if stored is None:
         pytest.skip("no stored full-profile result of metastable-official")
@@ -173,7 +182,12 @@ def off():
 
 def test_official_runs_give_the_chapters_verdicts(off):
     s = statuses(off)
-    assert (s["D-official-beta5"], s["D-official-beta7"], s["D-Q3-displacement"]) == ("partly", "partly", "not-checkable")
+    # beta = 5: 110 of 128 seeds end with 3 clusters, nearer the predicted angles than chance; beta = 7: 42 of 128 end
+    # with 4 (fewer than half), nearer the angles than chance: one case of two fails
+    assert (s["D-official-beta5"], s["D-official-beta7"], s["D-Q3-displacement"]) == ("reproduced", "partly", "not-checkable")
+    row = next(c for c in judge(off) if c.id == "D-official-beta7")
+    assert row.why.startswith("holds: at the predicted angles (closer than chance); fails: 4 clusters at T in most seeds")
+    assert row.measured[1:3] == [42, 128] and row.basis == "paper" and row.source == "NOTES.md"
 
 
 def test_official_partly_needs_kmax_clusters_at_some_time(off):
@@ -185,10 +199,12 @@ def test_official_partly_needs_kmax_clusters_at_some_time(off):
 
 
 def test_transient_phase_row_from_the_stored_ensembles(off):
-    # beta = 7: 23 of 32 seeds hold 4 clusters for >= 2 saved times (Wilson [0.55, 0.84]), mean onset 1.14 t*
+    # beta = 7: 74 of 128 seeds hold 4 clusters for >= 2 saved times: P(X >= 74) = 0.046 for X ~ Binomial(128, 1/2),
+    # below the level 0.05 but not 0.01 (fragile); mean onset 1.13 t*; our reading of the notebook, not the paper's count
     rows = {c.id: c for c in judge(off)}
     row = rows["D-transient-kmax-beta7"]
-    assert row.status == "reproduced" and row.measured[1:4] == [23, 26, 32] and row.experiment == "metastable-official"
+    assert row.status == "reproduced" and row.measured[1:4] == [74, 82, 128] and row.experiment == "metastable-official"
+    assert row.fragile and row.basis == "reading"
     assert row.measured[5] > 1 and "D-transient-kmax-beta5" not in rows
 
 
@@ -199,12 +215,13 @@ def test_transient_phase_row_can_fail(off):
     blip = np.where(c == 4, 3, c)
     blip[-1] = 4
     assert statuses(dict(off, ensembles=[e5, dict(e7, counts_t=blip)]))["D-transient-kmax-beta7"] == "not-reproduced"
-    # only 12 of 32 seeds pass through 4 clusters: not most
+    # only the first 12 of 128 seeds may pass through 4 clusters: not most (the onset case still holds: partly)
     few = np.where((c == 4) & (np.arange(c.shape[1]) >= 12), 3, c)
-    assert statuses(dict(off, ensembles=[e5, dict(e7, counts_t=few)]))["D-transient-kmax-beta7"] == "not-reproduced"
-    # the same counts against a t* twice as late: the clusters would come before the linear phase ends
+    assert statuses(dict(off, ensembles=[e5, dict(e7, counts_t=few)]))["D-transient-kmax-beta7"] == "partly"
+    # the same counts against a t* twice as late: the clusters would come before the linear phase ends (partly)
     late = dict(e7, t_star=2 * float(e7["t_star"]))
-    assert statuses(dict(off, ensembles=[e5, late]))["D-transient-kmax-beta7"] == "not-reproduced"
+    row = next(c for c in judge(dict(off, ensembles=[e5, late])) if c.id == "D-transient-kmax-beta7")
+    assert row.status == "partly" and row.why == "holds: most seeds hold 4 clusters; fails: onset after t*"
 
 
 def test_transient_phase_reads_each_seeds_first_episode():
@@ -232,12 +249,13 @@ def test_official_figure_draws_each_run_on_its_own_panels(off):
 
 def test_official_verdict_follows_fraction_and_positions(off):
     e5 = off["ensembles"][0]
-    exact = dict(e5, centre_errors=np.full(e5["trials"], 0.05))  # clusters where predicted
+    exact = dict(e5, centre_errors=np.linspace(0.04, 0.06, e5["trials"]))  # clusters where predicted
     assert statuses(dict(off, ensembles=[exact, off["ensembles"][1]]))["D-official-beta5"] == "reproduced"
+    # clusters a uniform distance in [pi/6, pi/3] from the predicted angles, beyond the chance mean pi/6: that case fails
+    far = dict(e5, centre_errors=np.linspace(np.pi / 6, np.pi / 3, e5["trials"]))
+    assert statuses(dict(off, ensembles=[far, off["ensembles"][1]]))["D-official-beta5"] == "partly"
     two = dict(e5, counts=np.full(e5["trials"], 2), centre_errors=np.full(e5["trials"], np.nan))
-    assert statuses(dict(off, ensembles=[two, off["ensembles"][1]]))["D-official-beta5"] == "partly"  # 3 seen earlier
-    never = dict(two, counts_t=np.minimum(np.asarray(e5["counts_t"]), 2))
-    assert statuses(dict(off, ensembles=[never, off["ensembles"][1]]))["D-official-beta5"] == "not-reproduced"
+    assert statuses(dict(off, ensembles=[two, off["ensembles"][1]]))["D-official-beta5"] == "not-reproduced"
 
 
 # ----------------------------------------------------------------------------- plateau and merging
@@ -248,11 +266,13 @@ def lr():
     return ms.long_run(n=200, trials=4, t1=20.0)
 
 
-def test_merging_reproduces_and_fails_without_merges(lr):
+def test_merging_reproduces_and_is_undecided_without_merges(lr):
     assert statuses(lr) == {"D-merging": "reproduced"}  # the plateau's ln N trend: metastable-cluster-limit
-    assert statuses(dict(lr, first_merge=np.full(lr["trials"], np.nan)))["D-merging"] == "not-reproduced"
+    # "eventually": a trial still at k_max clusters at T has not contradicted it, a longer horizon would decide
+    assert statuses(dict(lr, first_merge=np.full(lr["trials"], np.nan)))["D-merging"] == "inconclusive"
     one = np.where(np.arange(lr["trials"]) == 0, lr["first_merge"], np.nan)  # only the first trial merges
-    assert statuses(dict(lr, first_merge=one))["D-merging"] == "partly"
+    assert statuses(dict(lr, first_merge=one))["D-merging"] == "inconclusive"
+    assert statuses(dict(lr, first_k=np.full(lr["trials"], np.nan)))["D-merging"] == "not-checkable"
 
 
 # ----------------------------------------------------------------------------- PDE
@@ -267,7 +287,7 @@ def test_pde_reproduces_and_fails_for_another_beta(pde):
     assert statuses(pde) == {"D-pde-fig4": "reproduced", "D-kgcd-periodicity": "not-checkable", "D-pde-particles": "reproduced"}
     assert statuses(dict(pde, peaks=4))["D-pde-fig4"] == "partly"
     w1 = np.array(pde["w1"], dtype=np.float64)
-    w1[-1, -1] = 2 * ms.PARTLY_W1
+    w1[-1, -1] = 3 * float(pde["w1_grid"][-1])  # beyond twice the PDE's grid error
     assert statuses(dict(pde, w1=w1))["D-pde-particles"] == "not-reproduced"
     # beta = 2 selects k = 2: judged against beta = 5's k = 3 the profile is wrong
     assert statuses(dict(ms.pde(M=512, ns=(2000,), beta=2.0), k=3))["D-pde-fig4"] == "not-reproduced"
@@ -282,8 +302,8 @@ def test_sphere_rates_reproduce_and_fail_for_another_normalisation():
     # SA measured, USA's formula (without the l = 0 normaliser) expected
     usa = [growth_rate(np.arange(1, len(t) + 1), b, 3, "usa") for t, b in zip(sph["theory"], sph["betas"])]
     assert statuses(dict(sph, theory=usa))["D-sphere-rates"] == "not-reproduced"
-    # every rate 20 % too fast: past the tolerance, within the partly band
-    assert statuses(dict(sph, rates=[1.2 * t for t in sph["theory"]]))["D-sphere-rates"] == "partly"
+    # every rate 20 % too fast: past the method's 15 % error
+    assert statuses(dict(sph, rates=[1.2 * t for t in sph["theory"]]))["D-sphere-rates"] == "not-reproduced"
 
 
 def test_configs_are_frozen_and_profiles_differ_in_size_only():
@@ -314,7 +334,12 @@ def test_hminus1_reproduces_and_fails_for_stratified_tokens(hm):
         sq = hminus1_norm(th[..., None]).numpy()
         mean.append(sq.mean())
         se.append(sq.std(ddof=1) / math.sqrt(sq.size))
-    assert statuses(dict(hm, mean_square=np.array(mean), mean_square_se=np.array(se)))["D-lemmaE3-hminus1"] == "not-reproduced"
+    # E||rho_0||^2 then falls like N^-2 (sum_k k^-2 (1 - sinc^2(pi k / N)) / N): the RMS slope is about -1, not -1/2
+    mean, se = np.array(mean), np.array(se)
+    fit = fits.line_fit(np.asarray(hm["ns"], dtype=np.float64), np.sqrt(mean), se=se / (2 * np.sqrt(mean)), loglog=True)
+    assert fit["slope"] < -0.9
+    strat = dict(hm, mean_square=mean, mean_square_se=se, slope=fit["slope"], slope_se=fit["slope_se"])
+    assert statuses(strat)["D-lemmaE3-hminus1"] == "not-reproduced"
 
 
 # ----------------------------------------------------------------------------- the N -> infinity limit
@@ -343,10 +368,6 @@ def test_cluster_limit_measures_what_it_says(cl):
     assert set(statuses(cl)) == {"D-thm4.2-cluster-limit", "D-propC17-remainder", "D-metastable-duration-lnN"}
 
 
-def _tr(slope, se=0.05, mean=(-1.0, -1.5)):
-    return {"slope": slope, "slope_se": se, "mean": np.array(mean), "sem": np.array([0.1, 0.1])}
-
-
 def test_duration_row_cites_the_reviewer_on_the_metastable_phase(cl):
     # reviewer 2 (Q1, Q2) speaks of the metastable multi-cluster phase lasting O(ln N); reviewer 3 (W1-W3) of the
     # quasi-linear phase before it
@@ -369,16 +390,23 @@ def test_metastable_statements_are_short_and_typeset():
             assert len(st.split()) <= 22, (c.id, len(st.split()))
 
 
+def _with(cl, key, values, log):
+    """``cl`` with the per-trial values of ``key`` replaced, and their trend recomputed as the experiment does."""
+    vals = [np.asarray(v, dtype=np.float64) for v in values]
+    return dict(cl, **{key: vals, key + "_trend": _trend(np.asarray(cl["ns"], dtype=np.float64), vals, log)})
+
+
 def test_cluster_limit_verdicts_follow_the_trends(cl):
-    down, flat, up = _tr(-0.3), _tr(-0.05), _tr(0.3)  # 6 standard errors down, 1 down, 6 up
-    for key, row in (("w1_cluster_trend", "D-thm4.2-cluster-limit"), ("remainder_trend", "D-propC17-remainder")):
-        assert [statuses(dict(cl, **{key: t}))[row] for t in (down, flat, up)] == ["reproduced", "partly", "not-reproduced"]
-    # the plateau grows with ln N (6 s.e.), is unresolved, or shrinks
-    grow, shrink = _tr(1.2, 0.2, (5.0, 8.0)), _tr(-1.2, 0.2, (8.0, 5.0))
-    assert [statuses(dict(cl, plateau_trend=t, censored=np.zeros(2)))["D-metastable-duration-lnN"]
-            for t in (grow, flat, shrink)] == ["reproduced", "partly", "not-reproduced"]
-    # half the trials of one N still on the plateau at t_max: the mean plateau there is biased, at most partly
-    assert statuses(dict(cl, plateau_trend=grow, censored=np.array([0.0, 0.5])))["D-metastable-duration-lnN"] == "partly"
-    # W1 shrinking, but f's own collapse unfinished (its W1 as large as the particles'): at most partly
-    floor = _tr(0.0, mean=(-1.2, -1.2))
-    assert statuses(dict(cl, w1_cluster_trend=down, w1_floor_trend=floor))["D-thm4.2-cluster-limit"] == "partly"
+    # 10 trials per N: every trial of the larger N below (above) every one of the smaller, or the same values.
+    # Kendall's tau-b: 100 discordant cross pairs of 190, 90 tied in N: tau = -100 / sqrt(100 * 190) = -0.73 (p < 1e-4)
+    base = np.linspace(0.9, 1.1, 10)
+    down, flat, up = [0.5 * base, 0.3 * base], [0.5 * base, 0.5 * base[::-1]], [0.3 * base, 0.5 * base]
+    for key, row, log in (("w1_cluster", "D-thm4.2-cluster-limit", True), ("remainder", "D-propC17-remainder", True)):
+        assert [statuses(_with(cl, key, v, log))[row] for v in (down, flat, up)] == [
+            "reproduced", "inconclusive", "not-reproduced"]
+    # the plateau grows with ln N, does not move, or shrinks
+    grow, same, shrink = [10 * base, 14 * base], [12 * base, 12 * base[::-1]], [14 * base, 10 * base]
+    assert [statuses(_with(cl, "plateau", v, False))["D-metastable-duration-lnN"] for v in (grow, same, shrink)] == [
+        "reproduced", "inconclusive", "not-reproduced"]
+    row = next(c for c in judge(_with(cl, "plateau", same, False)) if c.id == "D-metastable-duration-lnN")
+    assert row.needed is None or row.needed > 20  # no effect to aim at, or many more trials

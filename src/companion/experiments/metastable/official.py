@@ -360,7 +360,7 @@ def official_claims(result: dict[str, Any], cfg: OfficialConfig) -> list[ledger.
         rows.append(ledger.Claim(
             id=f"D-official-beta{d['beta']:g}", paper="D", where="official notebook (NOTES D)",
             statement=f"USA, $N = 2\\cdot 10^4$, $\\beta = {d['beta']:g}$, $T = {d['t1']:g}$: "
-                      f"$k_{{\\max}} = {k}$ clusters at $(2\\pi j - \\arg\\hat\\mu_k)/k$ in a typical seed",
+                      f"$k_{{\\max}} = {k}$ clusters at $(2\\pi j - \\arg\\hat\\mu_k)/k$, typically",
             quote=OFFICIAL_QUOTE, source=ledger.NOTES, basis="paper",
             test=f"two cases at ALPHA: the fraction of {trials} seeds with {k} clusters at T exceeds one half (exact "
                  f"binomial, one-sided); their centre errors lie below the chance mean pi/(2k) = {d['chance_error']:.3g} "
