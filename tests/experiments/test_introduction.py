@@ -29,11 +29,15 @@ def test_consensus_of_a_wrong_model_fails(cons):
     assert judge(wrong)[1].status == "not-reproduced"
 
 
-def test_single_cluster_verdict_follows_the_fraction():
+def test_single_cluster_verdict_follows_the_trials():
     res = intro.clustering(trials=2, n=8, t1=40.0, snapshots=(0.0, 40.0))
     assert [c.status for c in judge(res)] == ["reproduced"]
-    assert judge(dict(res, one_cluster_fraction=0.5))[0].status == "partly"
-    assert judge(dict(res, one_cluster_fraction=0.25))[0].status == "not-reproduced"
-    # Too short a run to merge: the same check on a real result that has not clustered fails.
+    # one trial of two still in three clusters at t1: "eventually" is not contradicted, only undecided
+    unmerged = dict(res, clusters=res["clusters"].copy())
+    unmerged["clusters"][-1, 1] = 3
+    row = judge(unmerged)[0]
+    assert row.status == "inconclusive" and "needed" in row.why
+    # Too short a run to merge: the same check on a real result that has not clustered cannot decide either.
     early = intro.clustering(trials=2, n=8, t1=0.5, snapshots=(0.0, 0.5))
-    assert judge(early)[0].status == "not-reproduced"
+    assert judge(early)[0].status == "inconclusive"
+    assert intro.clustering_summary(early)["merged"] == 0

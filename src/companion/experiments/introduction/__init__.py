@@ -8,8 +8,8 @@
 from __future__ import annotations
 
 # Imported in the order the experiments were declared in, which is their order in the registry.
-from .clustering import ONE_CLUSTER_PARTLY, ClusteringConfig, clustering, clustering_claims, plot_clustering
-from .consensus import TOL_EXACT, TOL_SLOPE, ConsensusConfig, consensus, consensus_claims, plot_consensus
+from .clustering import ClusteringConfig, clustering, clustering_claims, clustering_summary, plot_clustering
+from .consensus import TOL_EXACT, TOL_SLOPE, ConsensusConfig, consensus, consensus_claims, consensus_summary, plot_consensus
 
-__all__ = ["ClusteringConfig", "clustering", "plot_clustering", "clustering_claims", "ONE_CLUSTER_PARTLY",
-           "ConsensusConfig", "consensus", "plot_consensus", "consensus_claims", "TOL_EXACT", "TOL_SLOPE"]
+__all__ = ["ClusteringConfig", "clustering", "plot_clustering", "clustering_summary", "clustering_claims",
+           "ConsensusConfig", "consensus", "plot_consensus", "consensus_summary", "consensus_claims", "TOL_EXACT", "TOL_SLOPE"]

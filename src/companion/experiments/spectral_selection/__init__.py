@@ -31,18 +31,18 @@ What several experiments share (the two regimes' V, the rounding tolerances, the
 from __future__ import annotations
 
 from ._shared import V_POSITIVE, V_NEGATIVE, TOL_ROUNDING, TOL_BOUND, TOL_MONOTONE, MAJORITY, ON_AXIS
-from .modal_form import ModalFormConfig, modal_form, plot_modal_form, modal_form_claims
+from .modal_form import ModalFormConfig, modal_form, plot_modal_form, modal_form_summary, modal_form_claims
 from .invariant_manifolds import (InvariantManifoldsConfig, invariant_manifolds, plot_invariant_manifolds,
-                                  invariant_manifolds_claims, TOL_STATIONARY)
-from .stability_cases import StabilityCasesConfig, stability_cases, stability_cases_claims, TOL_SPECTRUM
-from .lemma_a1 import LemmaA1Config, lemma_a1, lemma_a1_claims, TOL_FD
-from .stability_boundary import (StabilityBoundaryConfig, stability_boundary, plot_stability_boundary, stability_boundary_claims,
+                                  invariant_manifolds_summary, invariant_manifolds_claims, TOL_STATIONARY)
+from .stability_cases import StabilityCasesConfig, stability_cases, stability_cases_summary, stability_cases_claims, TOL_SPECTRUM
+from .lemma_a1 import LemmaA1Config, lemma_a1, lemma_a1_summary, lemma_a1_claims, TOL_FD
+from .stability_boundary import (StabilityBoundaryConfig, stability_boundary, plot_stability_boundary, stability_boundary_summary, stability_boundary_claims,
                                  TOL_BISECT, R_GROUPS)
-from .cone_bound import (ConeBoundConfig, cone_bound, plot_cone_bound, plot_cone_bound_snapshots, cone_bound_claims, CONE_RHO,
+from .cone_bound import (ConeBoundConfig, cone_bound, plot_cone_bound, plot_cone_bound_snapshots, cone_bound_summary, cone_bound_claims, CONE_RHO,
                          CONE_R)
-from .rho_min import RhoMinConfig, rho_min, plot_rho_min, rho_min_claims, TOL_OUTCOME, BOTH_OUTCOMES, CLUSTER_TOL
-from .two_tokens import TwoTokensConfig, two_tokens, plot_two_tokens, two_tokens_claims, RHO_FLOOR
-from .multi_token import MultiTokenConfig, multi_token, plot_multi_token, multi_token_claims
+from .rho_min import RhoMinConfig, rho_min, plot_rho_min, rho_min_summary, rho_min_claims, TOL_OUTCOME, BOTH_OUTCOMES, CLUSTER_TOL
+from .two_tokens import TwoTokensConfig, two_tokens, plot_two_tokens, two_tokens_summary, two_tokens_claims, RHO_FLOOR
+from .multi_token import MultiTokenConfig, multi_token, plot_multi_token, multi_token_summary, multi_token_claims
 
 __all__ = [
     "V_POSITIVE",
@@ -55,23 +55,28 @@ __all__ = [
     "ModalFormConfig",
     "modal_form",
     "plot_modal_form",
+    "modal_form_summary",
     "modal_form_claims",
     "InvariantManifoldsConfig",
     "invariant_manifolds",
     "plot_invariant_manifolds",
+    "invariant_manifolds_summary",
     "invariant_manifolds_claims",
     "TOL_STATIONARY",
     "StabilityCasesConfig",
     "stability_cases",
+    "stability_cases_summary",
     "stability_cases_claims",
     "TOL_SPECTRUM",
     "LemmaA1Config",
     "lemma_a1",
+    "lemma_a1_summary",
     "lemma_a1_claims",
     "TOL_FD",
     "StabilityBoundaryConfig",
     "stability_boundary",
     "plot_stability_boundary",
+    "stability_boundary_summary",
     "stability_boundary_claims",
     "TOL_BISECT",
     "R_GROUPS",
@@ -79,12 +84,14 @@ __all__ = [
     "cone_bound",
     "plot_cone_bound",
     "plot_cone_bound_snapshots",
+    "cone_bound_summary",
     "cone_bound_claims",
     "CONE_RHO",
     "CONE_R",
     "RhoMinConfig",
     "rho_min",
     "plot_rho_min",
+    "rho_min_summary",
     "rho_min_claims",
     "TOL_OUTCOME",
     "BOTH_OUTCOMES",
@@ -92,10 +99,12 @@ __all__ = [
     "TwoTokensConfig",
     "two_tokens",
     "plot_two_tokens",
+    "two_tokens_summary",
     "two_tokens_claims",
     "RHO_FLOOR",
     "MultiTokenConfig",
     "multi_token",
     "plot_multi_token",
+    "multi_token_summary",
     "multi_token_claims",
 ]

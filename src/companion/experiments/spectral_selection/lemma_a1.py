@@ -9,11 +9,11 @@ import torch
 
 from ... import init, ledger, models
 from ...models.modal import pure_mode_jacobian
-from ...registry import PaperScale, claims_for, experiment
+from ...registry import PaperScale, claims_for, experiment, summary_for
 from ...report import below
 from ...theory import spectral as th
 
-__all__ = ["LemmaA1Config", "lemma_a1", "lemma_a1_claims", "TOL_FD"]
+__all__ = ["LemmaA1Config", "lemma_a1", "lemma_a1_summary", "lemma_a1_claims", "TOL_FD"]
 
 # Lemma A.1: central differences at h = 1e-6 err by about h^2 |F'''| + eps |F| / h, below 1e-9 for these V and beta;
 # 1e-7 leaves a factor 100, while a coupling or a misstated entry is O(lambda) = O(1).
@@ -110,11 +110,30 @@ def lemma_a1(cfg: LemmaA1Config, generator: torch.Generator, device: str) -> dic
                 max_scale=max(r["scale"] for r in rows), max_fd_vs_autograd=max(r["fd_vs_autograd"] for r in rows))
 
 
+@summary_for("spectral-lemma-a1")
+def lemma_a1_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """What the chapter and the claims read: the case counts, the largest coupling between modes, the
+    largest error of the diagonal blocks against eq. (A.3), the finite-difference Jacobian's distance
+    to autograd (its numerical error) and the largest scale of the blocks.
+
+    Examples
+    --------
+    >>> s = lemma_a1_summary({"count": 10, "interleaved": 4, "max_coupling": 3e-11, "max_block_error": 2e-10,
+    ...                       "max_fd_vs_autograd": 1e-10, "max_scale": 3.0})
+    >>> s["count"], s["max_block_error"]
+    (10, 2e-10)
+    """
+    out = {k: float(result[k]) for k in ("max_coupling", "max_block_error", "max_fd_vs_autograd")}
+    out.update(count=int(result["count"]), interleaved=int(result.get("interleaved", 0)),
+               max_scale=float(result.get("max_scale", float("nan"))))
+    return out
+
+
 @claims_for("spectral-lemma-a1")
 def lemma_a1_claims(result: dict[str, Any], cfg: LemmaA1Config) -> list[ledger.Claim]:
     """Lemma A.1: in the eigenbasis of V the finite-difference Jacobian has no entry between different
-    modes and its diagonal blocks equal eq. (A.3), both within :data:`TOL_FD`; the verdict is the worse
-    of the two, the finite-difference Jacobian's distance to autograd its uncertainty.
+    modes and its diagonal blocks equal eq. (A.3), both within :data:`TOL_FD` (the error of central
+    differences, measured against autograd); the verdict is the worse of the two.
 
     Examples
     --------
@@ -124,12 +143,18 @@ def lemma_a1_claims(result: dict[str, Any], cfg: LemmaA1Config) -> list[ledger.C
     >>> [c.status for c in lemma_a1_claims(dict(r, max_coupling=0.02), LemmaA1Config())]  # modes coupled
     ['not-reproduced']
     """
-    coupling, block = float(result["max_coupling"]), float(result["max_block_error"])
+    s = lemma_a1_summary(result)
+    coupling, block = s["max_coupling"], s["max_block_error"]
     return [ledger.Claim(
         id="C-lemA.1-modewise", paper="C", where="Lemma A.1, eq. (A.3)",
         statement="At a pure-mode equilibrium $x_i^* = s_i e_p$ the linearisation decouples over $e_k$, $k \\ne p$ (eq. A.3)",
+        quote="By Lemma A.1, the linearization around the sign-split equilibrium (5.3) decouples mode by mode over the "
+              "transverse eigendirections $e_{k}$, $k\\neq p$.",
+        basis="paper",
+        test=f"finite-difference Jacobian in the eigenbasis of V at {s['count']} random pure states: coupling between modes "
+             f"and distance of the diagonal blocks to eq. (A.3) <= {TOL_FD:g}, the error of central differences "
+             "(measured against autograd)",
         verdict=ledger.worst(ledger.verdict(coupling, TOL_FD), ledger.verdict(block, TOL_FD)),
         measured=[below(coupling, 1e-9), below(block, 1e-9)],
         expected=["coupling between modes <= 1e-7", "block error <= 1e-7"], tolerance=TOL_FD,
-        uncertainty=f"finite differences vs autograd: {below(float(result['max_fd_vs_autograd']), 1e-9)} "
-                    f"({int(result['count'])} cases)")]
+        uncertainty=f"finite differences vs autograd: {below(s['max_fd_vs_autograd'], 1e-9)} ({s['count']} cases)")]
