@@ -20,17 +20,19 @@ share their summary and rows (``_training_summary``). Their runs stored as parts
 from __future__ import annotations
 
 from ._common import CHAPTER, NEW_HEAD
-from ._training_summary import (ALIGN_Z, B_MOVE, LEARNED_FALL, LOW_RANK, MIN_SEEDS, MIN_SPEARMAN, RANK_MATTERS,
-                                TARGET_FALL, run_ends, training_summary)
+from ._training_summary import (LEARNED_FALL, LOW_RANK, MIN_SEEDS, MIN_SPEARMAN, RANK_MATTERS, TARGET_FALL,
+                                indomain_against, run_ends, training_summary)
 from .layer_repetition import (NEAR_ONE, PAPER_REPETITION, PROFILES_REPETITION, LayerRepetitionConfig,
-                               layer_repetition, layer_repetition_claims, plot_layer_repetition)
+                               layer_repetition, layer_repetition_claims, layer_repetition_summary,
+                               plot_layer_repetition)
 from .random_adapters import (BROKEN_RATIO, DROP_SIGMA, FLAT_RATIO, PAPER_RANDOM, PLATEAU_NORMS, PROFILES_RANDOM,
                               RANK_SPREAD, SMOOTH_WIDTH, TRANSITION_WIDTH, RandomAdaptersConfig, adapter_summary,
+                              random_adapters_summary,
                               plot_random_adapters, random_adapters, random_adapters_claims, transition_norm,
                               transition_shape)
-from .spectra import (FEW_HEADS, GAP_MIN, GAP_Z, MOST_HEADS, PAPER_SPECTRA, PROFILES_SPECTRA, RANK_GAP, RANK_RTOLS,
+from .spectra import (FEW_HEADS, GAP_MIN, MOST_HEADS, PAPER_SPECTRA, PROFILES_SPECTRA, RANK_GAP, RANK_RTOLS,
                       RANK_SPREAD_FACTOR, SpectraConfig, plot_spectra, plot_spectra_eigengaps, plot_spectra_qk_ranks,
-                      spectra, spectra_claims, spectra_summary)
+                      side_summary, spectra, spectra_claims, spectra_summary)
 from .training import (PAPER_TRAINING, PROFILES_TRAINING, TrainingConfig, plot_training, plot_training_alignment,
                        plot_training_bridge, plot_training_drift, training, training_claims)
 from .training_indomain import (PAPER_INDOMAIN, PROFILES_INDOMAIN, TrainingIndomainConfig,
@@ -42,11 +44,11 @@ __all__ = [
     "CHAPTER", "NEW_HEAD",
     # llm-random-adapters
     "RandomAdaptersConfig", "PROFILES_RANDOM", "PAPER_RANDOM", "FLAT_RATIO", "BROKEN_RATIO", "SMOOTH_WIDTH",
-    "TRANSITION_WIDTH", "RANK_SPREAD", "random_adapters", "transition_norm", "transition_shape", "DROP_SIGMA", "PLATEAU_NORMS", "adapter_summary", "random_adapters_claims",
+    "TRANSITION_WIDTH", "RANK_SPREAD", "random_adapters", "transition_norm", "transition_shape", "DROP_SIGMA", "PLATEAU_NORMS", "adapter_summary", "random_adapters_summary", "random_adapters_claims",
     "plot_random_adapters",
     # llm-training and llm-training-indomain
-    "MIN_SPEARMAN", "RANK_MATTERS", "ALIGN_Z", "LOW_RANK", "B_MOVE", "TARGET_FALL", "LEARNED_FALL", "MIN_SEEDS",
-    "training_summary", "run_ends",
+    "MIN_SPEARMAN", "RANK_MATTERS", "LOW_RANK", "TARGET_FALL", "LEARNED_FALL", "MIN_SEEDS",
+    "training_summary", "run_ends", "indomain_against",
     "TrainingConfig", "PROFILES_TRAINING", "PAPER_TRAINING", "training", "training_claims", "plot_training",
     "plot_training_alignment", "plot_training_drift", "plot_training_bridge",
     "TrainingIndomainConfig", "PROFILES_INDOMAIN", "PAPER_INDOMAIN", "training_indomain", "training_indomain_claims",
@@ -54,9 +56,9 @@ __all__ = [
     "plot_training_indomain_bridge",
     # llm-spectra
     "SpectraConfig", "PROFILES_SPECTRA", "PAPER_SPECTRA", "RANK_RTOLS", "RANK_SPREAD_FACTOR", "RANK_GAP", "FEW_HEADS",
-    "GAP_MIN", "MOST_HEADS", "GAP_Z", "spectra", "spectra_summary", "spectra_claims", "plot_spectra",
+    "GAP_MIN", "MOST_HEADS", "spectra", "side_summary", "spectra_summary", "spectra_claims", "plot_spectra",
     "plot_spectra_eigengaps", "plot_spectra_qk_ranks",
     # llm-layer-repetition
     "LayerRepetitionConfig", "PROFILES_REPETITION", "PAPER_REPETITION", "NEAR_ONE", "layer_repetition",
-    "layer_repetition_claims", "plot_layer_repetition",
+    "layer_repetition_summary", "layer_repetition_claims", "plot_layer_repetition",
 ]

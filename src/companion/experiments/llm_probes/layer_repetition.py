@@ -7,14 +7,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from ... import ledger
-from ...registry import PaperScale, claims_for, experiment
+from ... import inference, ledger
+from ...registry import PaperScale, claims_for, experiment, summary_for
 from ._common import CHAPTER, _ax, _load
 
 __all__ = ["LayerRepetitionConfig", "PROFILES_REPETITION", "PAPER_REPETITION", "NEAR_ONE", "layer_repetition",
-           "layer_repetition_claims", "plot_layer_repetition"]
+           "layer_repetition_summary", "layer_repetition_claims", "plot_layer_repetition"]
 
-# App. E.5 / Fig. 14 "towards 1": mean token cosine at least 0.9 at depth 2L.
+# Printed beside the row, not judged: a mean token cosine of 0.9 at depth 2L. The paper gives no number, and App. E.5
+# says Wikipedia text did not clearly cluster: "approaching unity" is tested as a rise with depth.
 NEAR_ONE = 0.9
 
 
@@ -112,28 +113,65 @@ def layer_repetition(cfg: LayerRepetitionConfig, generator: torch.Generator, dev
             "random": probes.mean_token_cosine(probes.hidden_states(model, rand))}
 
 
-@claims_for("llm-layer-repetition")
-def layer_repetition_claims(result: dict[str, Any], cfg: LayerRepetitionConfig) -> list[ledger.Claim]:
-    """Fig. 14: the mean token cosine rises with depth through both passes (needed), more for random
-    words, and reaches :data:`NEAR_ONE` at depth 2L (both wanted: partly without them).
+@summary_for("llm-layer-repetition")
+def layer_repetition_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Every number the Fig. 14 section and row read: ``natural_end``, ``random_end`` (the mean token cosine at
+    depth 2L), ``natural_mid``, ``random_mid`` (at depth L, before the repeat); ``rise_natural``, ``rise_random``:
+    Kendall's tau test that the cosine rises with depth over all 2L layers (one-sided, an ``Outcome``);
+    ``random_higher``: whether random words end above news text, and ``random_above_from``: the share of the
+    repeated layers' depths at which they are; ``still_rising``: whether the cosine rises over the last five layers
+    of both inputs.
 
     Examples
     --------
-    >>> res = {"layers": 2, "natural": np.array([0.2, 0.5, 0.7, 0.8]), "random": np.array([0.2, 0.6, 0.8, 0.95])}
-    >>> layer_repetition_claims(res, LayerRepetitionConfig())[0].status
-    'partly'
-    >>> res["natural"] = np.array([0.2, 0.5, 0.4, 0.3])  # falling after the first pass
-    >>> layer_repetition_claims(res, LayerRepetitionConfig())[0].status
-    'not-reproduced'
+    >>> res = {"layers": 3, "natural": np.array([0.2, 0.4, 0.5, 0.55, 0.6, 0.7]),
+    ...        "random": np.array([0.2, 0.5, 0.6, 0.7, 0.8, 0.9])}
+    >>> s = layer_repetition_summary(res)
+    >>> s["rise_natural"].p < 0.01, s["random_higher"], s["random_above_from"], s["still_rising"]
+    (True, True, 1.0, True)
     """
-    nat, rnd, L = np.asarray(result["natural"]), np.asarray(result["random"]), int(result["layers"])
-    rises = bool(nat[-1] > nat[L - 1] > nat[0] and rnd[-1] > rnd[L - 1] > rnd[0])
-    random_higher = bool(rnd[-1] > nat[-1])
-    near = ledger.verdict(min(float(nat[-1]), float(rnd[-1])), NEAR_ONE, better="higher", scale=1 - NEAR_ONE)
+    nat, rnd, L = np.asarray(result["natural"], float), np.asarray(result["random"], float), int(result["layers"])
+    depth = np.arange(1, nat.size + 1)
+    return {"natural_end": float(nat[-1]), "random_end": float(rnd[-1]), "natural_mid": float(nat[L - 1]),
+            "random_mid": float(rnd[L - 1]), "rise_natural": inference.trend(depth, nat),
+            "rise_random": inference.trend(depth, rnd), "random_higher": bool(rnd[-1] > nat[-1]),
+            "random_above_from": float(np.mean(rnd[L:] > nat[L:])),
+            "still_rising": bool(nat[-1] > nat[-min(5, nat.size)] and rnd[-1] > rnd[-min(5, rnd.size)])}
+
+
+@claims_for("llm-layer-repetition")
+def layer_repetition_claims(result: dict[str, Any], cfg: LayerRepetitionConfig) -> list[ledger.Claim]:
+    """Fig. 14 (:func:`layer_repetition_summary`): the mean token cosine rises with depth through the repeated
+    layers, for random words and for news text (Kendall's tau against depth, one-sided at the ledger's level, a case
+    each), and random words end above news text (a yes/no comparison of the stored means: the per-block spread is not
+    stored). App. E.5 says Wikipedia text did not clearly cluster, so "approaching unity" is the rise, not a level:
+    :data:`NEAR_ONE` is printed, not judged.
+
+    Examples
+    --------
+    >>> res = {"layers": 4, "natural": np.linspace(0.2, 0.7, 8), "random": np.linspace(0.2, 0.9, 8)}
+    >>> layer_repetition_claims(res, LayerRepetitionConfig())[0].status
+    'reproduced'
+    >>> res["natural"] = res["natural"][::-1].copy()  # falling with depth
+    >>> c = layer_repetition_claims(res, LayerRepetitionConfig())[0]
+    >>> c.status, c.why
+    ('partly', 'holds: rises with depth, random words, random words end above news text; fails: rises with depth, news text')
+    """
+    s = layer_repetition_summary(result)
+    rises = {f"rises with depth, {k}": ledger.significant(o.p, against=o.against, needed=o.needed)
+             for k, o in (("random words", s["rise_random"]), ("news text", s["rise_natural"]))}
     return [ledger.Claim(
         id="A-E5-token-cosine-rises-smollm2", paper="A", where="App. E.5, Fig. 14",
         statement="With repeated layers the mean token cosine similarity rises with depth towards 1, more for random text",
-        verdict=ledger.graded([ledger.verdict(rises)], [ledger.verdict(random_higher), near]),
-        measured=[float(nat[-1]), float(rnd[-1])], expected=f"rising, random > natural, both >= {NEAR_ONE:g} at depth 2L",
-        tolerance=1 - NEAR_ONE)]
-
+        quote="the average scalar product between tokens gradually increased, approaching unity as the tokens progressed "
+              "through the augmented layers. Interestingly, it is more visible with the dummy text.",
+        basis="paper",
+        test="three cases: the mean token cosine rises with depth over the 2L layers for random words and for news "
+             "text (Kendall's tau, one-sided at the ledger's level), and random words end above news text; the level "
+             f"at depth 2L against {NEAR_ONE:g} is printed, not judged (App. E.5: Wikipedia text did not clearly cluster)",
+        verdict=ledger.cases({**rises, "random words end above news text": ledger.verdict(s["random_higher"])}),
+        measured=[s["natural_end"], s["random_end"]],
+        expected=f"rising with depth (Kendall p < {ledger.ALPHA:g}), random > natural at depth 2L; printed: "
+                 f"{NEAR_ONE:g} at depth 2L",
+        tolerance=ledger.ALPHA,
+        uncertainty=f"Kendall tau {s['rise_natural'].effect:.2f} (news), {s['rise_random'].effect:.2f} (random words)")]

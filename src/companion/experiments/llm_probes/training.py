@@ -10,9 +10,9 @@ import numpy as np
 import torch
 
 from ... import ledger
-from ...registry import PaperScale, claims_for, experiment, output_folder
+from ...registry import PaperScale, claims_for, experiment, output_folder, summary_for
 from ._common import CHAPTER, _ax, _eval_ids, _load
-from ._training_summary import _forgetting, _total_norm, _training_rows
+from ._training_summary import _forgetting, _total_norm, _training_rows, training_summary
 
 __all__ = ["TrainingConfig", "PROFILES_TRAINING", "PAPER_TRAINING", "training", "training_claims", "plot_training",
            "plot_training_alignment", "plot_training_drift", "plot_training_bridge"]
@@ -374,30 +374,31 @@ def _train_runs(cfg: TrainingConfig, generator: torch.Generator, device, data) -
     return lora.training_result(cfg, parts, cfg.seeds, d=held["model"].config.hidden_size, model=path, generator=generator)
 
 
+# The numbers the chapter and the rows read (shared with llm-training-indomain).
+summary_for("llm-training")(training_summary)
+
+
 @claims_for("llm-training")
 def training_claims(result: dict[str, Any], cfg: TrainingConfig) -> list[ledger.Claim]:
-    """Figs. 3, 4, 6, App. E.3 and the premise of Sec. 4.1.2, each judged with its uncertainty over seeds.
+    """Figs. 3, 4, 6, App. E.3 and the premise of Sec. 4.1.2, each a declared test at the ledger's level.
 
     Judged only on runs that learned (held-out new-domain perplexity down by ``LEARNED_FALL`` in
     every run) with at least ``MIN_SEEDS`` seeds per rank, otherwise every row is not-checkable
     with the measured perplexities. A judged row's statement says how far the perplexity fell and
-    whether that met ``TARGET_FALL``. Then (see :func:`companion.experiments.llm_probes.training_summary`
-    for the numbers, and there for the thresholds; ``x +- e`` is a seed mean with its 95 % half-width;
-    a verdict the half-width could flip is partly):
+    whether that met ``TARGET_FALL``. The ranks of one seed share its batches, so a seed is a block:
+    differences are paired within a run and seeds pooled (the tests: :func:`training_summary`,
+    ``tests``). Numbers the paper does not state (a Spearman of ``MIN_SPEARMAN``, a ratio of
+    ``RANK_MATTERS``) are printed in the rows, not judged:
 
-    * forgetting rises with the norm: Spearman(norm, base ppl) over checkpoints >= ``MIN_SPEARMAN``
-      (the rank with the lowest mean), and base perplexity up at the end in every rank;
-    * the rank matters: forgetting at the common norm differs by more than ``RANK_MATTERS``
-      (max / min over ranks);
-    * trained alignment above a random subspace's: ``align_z`` >= ``ALIGN_Z`` in every rank
-      (partly between 0 and ``ALIGN_Z``);
-    * Fig. 4: the mean end alignment above 1 in every rank (needed), and wanted: above 1 beyond its
-      half-width, and rising from the first checkpoint beyond its half-width for the ranks <=
-      ``LOW_RANK``;
-    * Fig. 6: at the end some layer exceeds tau (mean b_end <= L, needed) and b moved earlier
-      (b_first - b_end > ``B_MOVE`` beyond its half-width, wanted);
-    * drift and forgetting correlate across runs: the Fisher-z interval's lower end > 0 (partly when
-      only the estimate is; not-checkable with fewer than 4 runs).
+    * the norm matters: forgetting rises with the update norm (Kendall per seed, pooled);
+    * the rank plays a role: forgetting at the common norm is not the same for every rank (Friedman,
+      blocked by seed); where that null is not rejected the row is inconclusive, with the seeds that
+      would decide it;
+    * trained alignment above a random subspace's: a z test against the random-subspace law per rank;
+    * Fig. 4: above 1 (pooled over ranks) and rising from step 0 for the ranks <= ``LOW_RANK``
+      (paired per run, pooled);
+    * Fig. 6: b_tau earlier at the end than at the first checkpoint (paired per run, pooled);
+    * drift and forgetting correlate across runs, within seeds (not-checkable with too few runs).
 
     Examples
     --------
@@ -408,12 +409,15 @@ def training_claims(result: dict[str, Any], cfg: TrainingConfig) -> list[ledger.
     ...             "ppl_new": np.array([[50.0, 40.0, 30.0]] * 3),
     ...             "align": np.stack([np.ones((3, L)) * np.array([[1.0], [1.2], [align_end]])] * 3),
     ...             "drift": np.full((3, C, L), 0.1) * scale * forget, "b_tau": np.array([[5, 4, 2]] * 3)}
-    >>> res = {"runs": {4: run(1.0, 0.2, 1.5), 16: run(1.0, 0.4, 1.6)}, "layers": L, "d": 64}
+    >>> res = {"runs": {r: run(1.0, f, 3.0) for r, f in ((1, 0.1), (4, 0.2), (16, 0.3), (64, 0.4))}, "layers": L, "d": 256}
     >>> [c.status for c in training_claims(res, TrainingConfig())]
     ['reproduced', 'reproduced', 'reproduced', 'reproduced', 'reproduced', 'reproduced']
-    >>> res["runs"][16] = run(1.0, 0.2, 1.6)  # both ranks forget alike at the same norm: the rank does not matter
-    >>> training_claims(res, TrainingConfig())[1].status
-    'not-reproduced'
+    >>> alike = dict(res, runs={r: run(1.0, 0.2, 3.0) for r in (1, 4, 16, 64)})  # every rank forgets alike: no rank effect
+    >>> training_claims(alike, TrainingConfig())[1].status
+    'inconclusive'
+    >>> two = dict(res, runs={4: res["runs"][4], 16: res["runs"][16]})  # two ranks, three seeds: a signed-rank test cannot decide
+    >>> training_claims(two, TrainingConfig())[1].status
+    'inconclusive'
     >>> one = {r: {k: (v[:1] if k != "step" else v) for k, v in run.items()} for r, run in res["runs"].items()}
     >>> {c.status for c in training_claims(dict(res, runs=one), TrainingConfig())}  # one seed: no spread, no verdict
     {'not-checkable'}

@@ -9,9 +9,9 @@ import numpy as np
 import torch
 
 from ... import ledger
-from ...registry import PaperScale, claims_for, experiment
+from ...registry import PaperScale, claims_for, experiment, summary_for
 from ._common import CHAPTER, NEW_HEAD, _eval_ids
-from ._training_summary import _training_rows
+from ._training_summary import _training_rows, training_summary
 from .training import (ADDED, PAPER_TRAINING, PROFILES_TRAINING, TrainingConfig, _train_runs, plot_training,
                        plot_training_alignment, plot_training_bridge, plot_training_drift)
 
@@ -172,6 +172,21 @@ def training_indomain(cfg: TrainingIndomainConfig, generator: torch.Generator, d
     return _train_runs(cfg, generator, device, _indomain_data)
 
 
+@summary_for("llm-training-indomain")
+def training_indomain_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """:func:`~companion.experiments.llm_probes.training_summary` of a :func:`training_indomain` result.
+
+    Examples
+    --------
+    >>> run = {"step": np.array([0, 1]), "norm_layers": np.array([[[0.0], [1.0]]]), "ppl_base": np.array([[10.0, 12.0]]),
+    ...        "ppl_new": np.array([[50.0, 40.0]]), "align": np.ones((1, 2, 1)), "drift": np.full((1, 2, 1), 0.1),
+    ...        "b_tau": np.array([[2, 1]])}
+    >>> round(training_indomain_summary({"runs": {4: run}, "d": 64, "layers": 1})["fall"][4], 2)
+    0.2
+    """
+    return training_summary(result)
+
+
 @claims_for("llm-training-indomain")
 def training_indomain_claims(result: dict[str, Any], cfg: TrainingIndomainConfig) -> list[ledger.Claim]:
     """The rows of :func:`~companion.experiments.llm_probes.training.training_claims`, judged the same way on
@@ -186,12 +201,12 @@ def training_indomain_claims(result: dict[str, Any], cfg: TrainingIndomainConfig
     ...             "ppl_base": 10 * np.exp(forget * np.array([[0.0, 0.5, 1.0]] * 3)),
     ...             "ppl_new": np.array([[50.0, 40.0, 30.0]] * 3), "align": np.full((3, C, L), 1.5),
     ...             "drift": np.full((3, C, L), 0.1) * forget, "b_tau": np.array([[5, 4, 2]] * 3)}
-    >>> res = {"runs": {4: run(0.2), 16: run(0.4)}, "layers": L, "d": 64}
+    >>> res = {"runs": {r: run(f) for r, f in ((1, 0.1), (4, 0.2), (16, 0.3), (64, 0.4))}, "layers": L, "d": 256}
     >>> rows = training_indomain_claims(res, TrainingIndomainConfig())
     >>> rows[1].id, rows[1].status, "first 80 % of Hamlet" in rows[1].statement
     ('A-fig3-rank-matters-smollm2-indomain', 'reproduced', True)
-    >>> res["runs"][16] = run(0.2)   # both ranks forget alike at the same norm
+    >>> res["runs"] = {r: run(0.2) for r in (1, 4, 16, 64)}   # every rank forgets alike at the same norm
     >>> training_indomain_claims(res, TrainingIndomainConfig())[1].status
-    'not-reproduced'
+    'inconclusive'
     """
     return _training_rows(result, suffix=_INDOMAIN_SUFFIX, note=_INDOMAIN_NOTE)
