@@ -369,6 +369,7 @@ def lora_metastable_summary(result: dict[str, Any]) -> dict[str, Any]:
         "predicted_share": np.asarray(sw["predicted_share"], float), "hi": hi, "T": int(sel.shape[-1]),
         "k_hi": int(two_hi.sum()), "k_zero": int(two_0.sum()),
         "switch_b": int((two_hi & ~two_0).sum()), "switch_c": int((~two_hi & two_0).sum()),
+        "share_hi": float(np.asarray(sw["share_2"], float)[hi]), "ns_text": ", ".join(str(n) for n in result.get("ns", [])),
         "above": pf[above], "aligned_runs": int(al.sum()), "merged_runs": int(merged_above.sum()),
         "frac_merged": _share(merged_above[al]), "control_runs": int(formed[:, ctrl].sum()),
         "frac_ended": _share(ended_ctrl[formed[:, ctrl]]), "pairs": int(keep.sum()),

@@ -176,8 +176,8 @@ def negdef_patterns_summary(result: dict[str, Any]) -> dict[str, Any]:
     ...      "none_stable_trials": 10, "none_stable_not_split": 10, "singleton_saved": 0,
     ...      "cells": {"n=3 beta=1": {"stable": {"1": True}, "theorem": {"1": True}}}}
     >>> s = negdef_patterns_summary(r)
-    >>> s["bad"], s["no_split_share"], s["correction_changes"], s["settled"]
-    (0, 1.0, 0, 90)
+    >>> s["bad"], s["no_split_share"], s["correction_changes"], s["settled"], s["criteria_word"]
+    (0, 1.0, 0, 90, 'agree in every cell')
     """
     m, k = int(result["none_stable_trials"]), int(result["none_stable_not_split"])
     cells = result.get("cells", {})
@@ -188,6 +188,9 @@ def negdef_patterns_summary(result: dict[str, Any]) -> dict[str, Any]:
             "singleton_saved": int(result.get("singleton_saved", 0)),
             "none_stable_runs": m, "none_stable_not_split": k, "no_split_share": k / m if m else math.nan,
             "cells": len(cells), "correction_changes": int(changes),
+            "criteria_word": "agree in every cell" if changes == 0 else f"differ in {changes} of {len(cells)} cells",
+            "ns_text": ", ".join(str(n) for n in result.get("ns", [])),
+            "betas_text": ", ".join(f"{b:g}" for b in result.get("betas", [])),
             "per_cell": int(result["trials"]) // len(cells) if cells else 0}
 
 
