@@ -45,18 +45,44 @@ def safe_ratio(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
     return torch.where(den > 0, out, torch.where(num > ZERO_NUMERATOR, torch.full_like(num, math.inf), torch.zeros_like(num)))
 
 
-def bound_row(id_: str, where: str, statement: str, ratio: float, *, expected: str,
-              outside: float | None = None) -> ledger.Claim:
+def bound_verdict(ratio: float) -> ledger.Verdict:
+    """A printed inequality judged by its excess ``ratio - 1`` (ratio = measured / right side) against
+    the numerical error :data:`TOL_BOUND_REL`: the sensitivity settings scale that error, not the
+    paper's bound, so a bound met exactly (a Dirac mass attaining it) is not fragile.
+
+    Examples
+    --------
+    >>> [bound_verdict(r).status for r in (0.25, 1.0, 1.0 + 1e-12, 1.001)]
+    ['reproduced', 'reproduced', 'reproduced', 'not-reproduced']
+    >>> bound_verdict(2.0).margin        # decades between the excess 1 and the tolerance 1e-9
+    9.0
+    """
+    return ledger.verdict(float(ratio) - 1.0, TOL_BOUND_REL)
+
+
+def bound_row(id_: str, where: str, statement: str, ratio: float, *, expected: str, quote: str, test: str,
+              outside: float | None = None, far: float = 10.0, basis: str = "paper", why: str = "") -> ledger.Claim:
     """A row for an inequality: measured = largest ratio measured / bound (above 1 + TOL_BOUND_REL:
-    violated); with ``outside`` (the ratio off B(0, R) for a statement written on R^d), a
-    violation there only makes the row partly."""
-    v = ledger.verdict(ratio, 1.0 + TOL_BOUND_REL, scale=1.0)
+    violated, :func:`bound_verdict`); with ``outside`` (the ratio at ``|x| = far R`` for a statement
+    written on R^d but proved on B(0, R)) the two regions are the statement's two cases
+    (:func:`companion.ledger.cases`): partly when it holds on the ball and fails off it. ``why``
+    (which cases fail) is kept only where the row is not reproduced.
+
+    Examples
+    --------
+    >>> row = bound_row("X-1", "Lemma", "s", 0.25, expected="<= 1", quote="q", test="t", outside=2.5)
+    >>> row.status, row.why
+    ('partly', 'holds: |x| <= R (where the proof works); fails: |x| = 10R (the printed norm on R^d)')
+    """
+    v = bound_verdict(ratio)
     measured: Any = ratio
     if outside is not None:
-        v = ledger.worst(v, ledger.verdict(outside, 1.0 + TOL_BOUND_REL, partly=math.inf, scale=1.0))
+        v = ledger.cases({"|x| <= R (where the proof works)": v,
+                          f"|x| = {far:g}R (the printed norm on R^d)": bound_verdict(outside)})
         measured = [ratio, outside]
-    return ledger.Claim(id=id_, paper="A", where=where, statement=statement, verdict=v, measured=measured,
-                        expected=expected, tolerance=TOL_BOUND_REL)
+    return ledger.Claim(id=id_, paper="A", where=where, statement=statement, quote=quote, basis=basis, test=test,
+                        verdict=v, measured=measured, expected=expected, tolerance=TOL_BOUND_REL,
+                        why=why if v.status != "reproduced" else "")
 
 
 def base_matrix(cfg: Any, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:

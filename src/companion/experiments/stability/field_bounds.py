@@ -12,11 +12,12 @@ import torch
 
 from ... import init, ledger, metrics
 from ...attention import field_at, field_jacobian
-from ...registry import PaperScale, claims_for, experiment
+from ...registry import PaperScale, claims_for, experiment, summary_for
+from ...report import fmt
 from ...theory import lora
 from ._shared import CHAPTER, TOL_BOUND_REL, bound_row, safe_ratio, unit_op
 
-__all__ = ["FieldBoundsConfig", "field_bounds", "field_bounds_claims", "plot_field_bounds", "field_cases"]
+__all__ = ["FieldBoundsConfig", "field_bounds", "field_bounds_claims", "field_bounds_summary", "plot_field_bounds", "field_cases"]
 
 # The two-point case's perturbation dA = 1e-3 |A| e1 e2^T: small, so that tanh(|dA| R^2) ~ |dA| R^2.
 TWO_POINT_DA = 1e-3
@@ -275,12 +276,82 @@ def field_bounds(cfg: FieldBoundsConfig, generator: torch.Generator, device: Any
     return out
 
 
+# The paper's words each row tests (paper A, Appendix C.1), verbatim from its copy.
+QUOTE_40 = (r"For any $R>0$ there exists a constant $C_{1}(R)>0$ such that for any $\mu,\nu\in\mathcal{P}_{c}(\mathbb{R}^{d})$ "
+            r"with support in $B(0,R)$ , $\displaystyle\\|\mathcal{X}[\mu]\\|_{L^{\infty}(\mathbb{R}^{d};\mathbb{R}^{d})}$ "
+            r"$\displaystyle\leq\\|V\\|_{\rm op}R,$ (40)")
+QUOTE_41 = (r"$\displaystyle\\|\nabla_{x}\mathcal{X}[\mu]\\|_{L^{\infty}(\mathbb{R}^{d};\mathbb{R}^{d\times d})}$ "
+            r"$\displaystyle\leq 2\\|Q^{\top}K\\|_{\rm op}\\|V\\|_{\rm op}R^{2}$ (41)")
+QUOTE_42 = (r"$\displaystyle\\|\mathcal{X}[\mu](\cdot)-\mathcal{X}[\nu](\cdot)\\|_{L^{\infty}(B(0,R);\mathbb{R}^{d})}$ "
+            r"$\displaystyle\leq C_{2}(R)W_{2}(\mu,\nu).$ (42) Besides, we can give a bound on the constant $C_{2}(R)$ "
+            r"which will be useful for the proofs C_{2}(R)\leq 2R^{2}\|V\|_{\mathrm{op}}\|A\|_{\mathrm{op}}"
+            r"\left(1+e^{2R^{2}\|A\|_{\mathrm{op}}}\right). (43)")
+QUOTE_44 = (r"\|\mathcal{X}[\mu]-\tilde{\mathcal{X}}[\nu]\|_{L^{\infty}(\mathbb{R}^{d},\mathbb{R}^{d})}\leq\|V-\tilde{V}\|"
+            r"_{\mathrm{op}}R+C_{2}(R)W_{2}(\mu,\nu) (44)")
+QUOTE_45 = (r"\|\mathcal{X}[\mu]-\tilde{\mathcal{X}}[\nu]\|_{L^{\infty}(\mathbb{R}^{d},\mathbb{R}^{d})}\leq 4R^{3}\|V\|"
+            r"_{\mathrm{op}}\|A-\tilde{A}\|_{\mathrm{op}}+C_{2}(R)W_{2}(\mu,\nu). (45)")
+QUOTE_49 = (r"\|\mathcal{X}[\mu]-\tilde{\mathcal{X}}[\nu]\|_{L^{\infty}(\mathbb{R}^{d},\mathbb{R}^{d})}\leq 2R^{3}\min\{\|V\|"
+            r"_{\mathrm{op}},\|\tilde{V}\|_{\mathrm{op}}\}\|A-\tilde{A}\|_{\mathrm{op}}+\|V-\tilde{V}\|_{\mathrm{op}}R"
+            r"+C_{2}(R)W_{2}(\mu,\nu). (49)")
+BOUND_TEST = ("the largest ratio measured / right side over every case and query point; the bound is violated when "
+              "the ratio exceeds 1 by more than the float64 error 1e-9 (the paper's bound itself, no tolerance added)")
+
+
+@summary_for("stability-field-bounds")
+def field_bounds_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Every number the chapter and the claims read from a :func:`field_bounds` result: the largest
+    ratio per bound (``r40`` ... ``r49_out``; ``*_random`` over the random cases only), the cells of
+    (42)-(43) with a violation, whether every cell below the derived threshold has one, and whether
+    the extremal cases meet their closed forms.
+
+    Examples
+    --------
+    >>> r = field_bounds(trials=2, queries=4, radii=(1.0,), norms_A=(0.05, 1.0))
+    >>> s = field_bounds_summary(r)
+    >>> s["r42"] > 1, s["violations_below_threshold"], s["extremal_match"]
+    (True, 'every', True)
+    >>> s["r40"] <= 1 + 1e-9, s["zmin"]
+    (True, 0.05)
+    """
+    ratio = lambda k: np.asarray(result[k], dtype=float)  # noqa: E731
+    z = np.asarray(result["z"], dtype=float)
+    kind = np.asarray(result["kind"]) if "kind" in result else np.zeros(z.shape, dtype=int)
+    rand = kind == 0
+    out: dict[str, Any] = {k: float(np.nanmax(ratio(k))) for k in ("r40", "r41", "r42", "r44", "r45_in", "r45_out",
+                                                                   "r49_in", "r49_out")}
+    for k in ("r40", "r44", "r41", "r45_in", "r49_in"):
+        r = ratio(k)
+        m = rand if rand.shape == r.shape else np.ones(r.shape, dtype=bool)  # a ratio not per case: all of it
+        out[f"{k}_random"] = float(np.nanmax(r[m])) if m.any() else math.nan
+    r42 = ratio("r42")
+    thr = float(result["c43_threshold"])
+    cell = lambda v: float(f"{round(float(v), 12):.3g}")  # noqa: E731 - a cell's z, to 3 figures
+    cells = sorted({cell(v) for v in z})
+    bad_cells = sorted({cell(v) for v in z[r42 > 1.0 + TOL_BOUND_REL]})
+    below = [c for c in cells if c < thr]
+    out["c43_threshold"] = thr
+    out["violation_z"] = bad_cells
+    out["largest_violation_z"] = max(bad_cells) if bad_cells else math.nan
+    out["violations_below_threshold"] = ("every" if below and all(c in bad_cells for c in below)
+                                         else "no" if not any(c in bad_cells for c in below) else "some")
+    out["zmin"] = cells[0]
+    at_min = np.isclose(z, cells[0], rtol=1e-2) & rand
+    out["r42_zmin"] = float(r42[at_min].max()) if at_min.any() else math.nan
+    ext = result.get("extremal", {})
+    out["extremal_match"] = bool(all(np.allclose(g, w, rtol=1e-3) for g, w in ext.values())) if ext else False
+    out["far"] = float(result["far"])
+    cfg = result.get("config", {})
+    out["radii"] = ", ".join(fmt(x) for x in cfg.get("radii", []))
+    out["norms_A"] = ", ".join(fmt(x) for x in cfg.get("norms_A", []))
+    return out
+
+
 @claims_for("stability-field-bounds")
 def field_bounds_claims(result: dict[str, Any], cfg: FieldBoundsConfig) -> list[ledger.Claim]:
     """Lemmas C.1-C.4: each printed inequality against the largest measured ratio (random and
     extremal cases; a ratio above 1 + :data:`~companion.experiments.stability.TOL_BOUND_REL` is a
-    violation). (45) and (49) are written on all of R^d but proved for |x| <= R: a violation only
-    at ``|x| = far R`` makes them partly.
+    violation, a deterministic counterexample). (45) and (49) are written on all of R^d but proved for
+    |x| <= R: the two regions are their two cases, so a violation only at ``|x| = far R`` makes them partly.
 
     Examples
     --------
@@ -292,39 +363,48 @@ def field_bounds_claims(result: dict[str, Any], cfg: FieldBoundsConfig) -> list[
     >>> [c.status for c in field_bounds_claims(dict(r, r41=np.array([1.2]), r42=np.array([4.0])), FieldBoundsConfig())]
     ['reproduced', 'not-reproduced', 'not-reproduced', 'reproduced', 'reproduced', 'partly']
     """
-    mx = {k: float(np.nanmax(result[k])) for k in ("r40", "r41", "r42", "r44", "r45_in", "r45_out", "r49_in", "r49_out")}
-    z, r42 = np.asarray(result["z"]), np.asarray(result["r42"])
-    bad = z[r42 > 1.0 + TOL_BOUND_REL]
-    worst_z = rf"largest $R^2\|A\|$ with a violation {float(bad.max()):.3g}" if bad.size else "no violation"
-    far = float(result["far"])
+    s = field_bounds_summary(result)
+    worst_z = (rf"largest $R^2\|A\|$ with a violation {s['largest_violation_z']:.3g}" if s["violation_z"]
+               else "no violation")
+    far = s["far"]
     return [
         bound_row("A-lemmaC.1-field-bound", "Lemma C.1, eq. (40)",
                   r"$\|\mathcal X[\mu](x)\| \le \|V\|_{\mathrm{op}} R$ for $\mu$ supported in $B(0, R)$ and every "
                   r"$x \in \mathbb R^d$ (largest ratio; a Dirac mass at $Rv$ attains 1)",
-                  mx["r40"], expected="<= 1"),
+                  s["r40"], expected="<= 1", quote=QUOTE_40, test=BOUND_TEST),
         bound_row("A-lemmaC.1-jacobian-bound", "Lemma C.1, eq. (41)",
                   r"$\|\nabla_x \mathcal X[\mu]\|_{\mathrm{op}} \le 2\|Q^\top K\|_{\mathrm{op}} \|V\|_{\mathrm{op}} R^2$ "
                   r"on $\mathbb R^d$ (largest ratio; the derived sharp constant $\|A\|\|V\|R^2$, attained by a "
-                  "two-point measure, is half of it)", mx["r41"], expected="<= 1 (sharp: 1/2)"),
+                  "two-point measure, is half of it)", s["r41"], expected="<= 1 (sharp: 1/2)", quote=QUOTE_41,
+                  test=BOUND_TEST),
         bound_row("A-lemmaC.1-lipschitz-constant", "Lemma C.1, eqs. (42)-(43)",
                   r"$\|\mathcal X[\mu] - \mathcal X[\nu]\| \le C_2(R)\, W_2(\mu, \nu)$ on $B(0, R)$ with "
                   r"$C_2(R) = 2R^2\|V\|\|A\|(1 + e^{2R^2\|A\|})$ (largest "
                   rf"ratio; {worst_z}): (43) vanishes with $A$ while the field $V\,\mathrm{{mean}}(\mu)$ does not, so "
-                  rf"two Dirac masses violate it for $R^2\|A\| < {float(result['c43_threshold']):.4g}$ (derived)",
-                  mx["r42"], expected="<= 1"),
+                  rf"two Dirac masses violate it for $R^2\|A\| < {s['c43_threshold']:.4g}$ (derived)",
+                  s["r42"], expected="<= 1", quote=QUOTE_42,
+                  test=BOUND_TEST + "; a counterexample in closed form: two Dirac masses give the ratio "
+                                    "1/(2z(1 + e^{2z})), z = R^2|A|, above 1 for small z",
+                  why=(f"violated in the cells z = R^2|A| in {s['violation_z']} (largest ratio {s['r42']:.4g}); two Dirac "
+                       f"masses give the ratio 1/(2z(1 + e^(2z))) in closed form, above 1 for z < {s['c43_threshold']:.4g}, "
+                       "because (43) vanishes with |A| while the field V mean(mu) still depends on mu; holds for larger z")),
         bound_row("A-lemmaC.2-value-bound", "Lemma C.2, eq. (44)",
                   r"At $\mu = \nu$, $\|\mathcal X[\mu] - \tilde{\mathcal X}[\mu]\| \le \|V - \tilde V\|_{\mathrm{op}} R$ "
                   r"on $\mathbb R^d$ for a value-only perturbation (largest ratio; a Dirac mass attains 1)",
-                  mx["r44"], expected="<= 1"),
+                  s["r44"], expected="<= 1", quote=QUOTE_44, test=BOUND_TEST + ", at mu = nu"),
         bound_row("A-lemmaC.3-qk-bound", "Lemma C.3, eq. (45)",
                   r"At $\mu = \nu$, $\|\mathcal X[\mu] - \tilde{\mathcal X}[\mu]\| \le 4R^3\|V\|\|A - \tilde A\|$ for a "
                   r"query-key perturbation (largest ratio for $|x| \le R$, where the proof works and the derived sharp "
                   f"constant is 1/4 of it; then at $|x| = {far:g}R$, the statement being written on $\\mathbb R^d$)",
-                  mx["r45_in"], expected="<= 1 (sharp: 1/4)", outside=mx["r45_out"]),
+                  s["r45_in"], expected="<= 1 (sharp: 1/4)", outside=s["r45_out"], far=far, quote=QUOTE_45,
+                  test=BOUND_TEST + f", at mu = nu, in two cases: query points in B(0, R), and at |x| = {far:g}R "
+                                    "(the statement's L^infinity norm is over R^d)"),
         bound_row("A-lemmaC.4-general-bound", "Lemma C.4, eq. (49)",
                   r"At $\mu = \nu$, $\|\mathcal X[\mu] - \tilde{\mathcal X}[\mu]\| \le 2R^3\min(\|V\|, \|\tilde V\|)"
                   r"\|A - \tilde A\| + \|V - \tilde V\|R$ (largest ratio for $|x| \le R$, "
                   rf"then at $|x| = {far:g}R$; the proof itself gives $4R^3\|\tilde V\|$ for the first term, the "
                   r"derived sharp constant is $R^3\min(\|V\|, \|\tilde V\|)$)",
-                  mx["r49_in"], expected="<= 1", outside=mx["r49_out"]),
+                  s["r49_in"], expected="<= 1", outside=s["r49_out"], far=far, quote=QUOTE_49,
+                  test=BOUND_TEST + f", at mu = nu, in two cases: query points in B(0, R), and at |x| = {far:g}R "
+                                    "(the statement's L^infinity norm is over R^d)"),
     ]
