@@ -216,7 +216,6 @@ def rho_min_claims(result: dict[str, Any], cfg: RhoMinConfig) -> list[ledger.Cla
     Examples
     --------
     >>> import numpy as np
-    >>> g = np.random.default_rng(0)
     >>> n = 40
     >>> rho = {0.1: np.array([-np.ones(n), np.ones(n)]), 1.0: np.array([-np.ones(n), np.where(np.arange(n) < 20, 1.0, -1.0)]),
     ...        1.5: np.array([-np.ones(n), np.where(np.arange(n) < 2, 1.0, -1.0)])}
