@@ -97,3 +97,17 @@ def test_correlation_within_blocks_can_fail():
     blocks = np.repeat(np.arange(3), 4)
     x, y = 5 * blocks + rng.normal(0, 1, 12), 5 * blocks + rng.normal(0, 1, 12)
     assert inference.correlation(x, y).p < 0.01 and inference.correlation(x, y, blocks=blocks).p > 0.05
+
+def test_homogeneity_can_fail():
+    """Cochran's Q from group means and standard errors: calibrated under equal means, powerful against a
+    shift of 3 standard errors, and equal to the closed form for two groups (Q = z^2, so p = 2 (1 - Phi(|z|)):
+    z = 2 gives 0.0455)."""
+    def groups(rng, shift):
+        x = rng.normal(0, 1, (3, 200)) + np.array([[0.0], [0.0], [shift]])
+        return inference.homogeneity(x.mean(1), x.std(1, ddof=1) / np.sqrt(200), n=200).p
+
+    assert _rate(lambda r: groups(r, 0.0)) < 2.2 * ledger.ALPHA
+    assert _rate(lambda r: groups(r, 3 * np.sqrt(2) / np.sqrt(200))) > 0.8
+    assert abs(inference.homogeneity([0.0, 2.0], [1.0 / np.sqrt(2)] * 2).p - 0.0455) < 1e-3
+    assert ledger.consistent(inference.homogeneity([1.0, 1.01, 0.99], [0.01] * 3).p).status == "reproduced"
+    assert ledger.consistent(inference.homogeneity([1.0, 1.0, 0.9], [0.01] * 3).p).status == "not-reproduced"

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-__all__ = ["Outcome", "mean_effect", "paired", "proportion", "trend", "equal_means", "correlation", "pooled", "trials_needed"]
+__all__ = ["Outcome", "mean_effect", "paired", "proportion", "trend", "equal_means", "homogeneity", "correlation", "pooled", "trials_needed"]
 
 POWER = 0.8
 
@@ -205,6 +205,33 @@ def equal_means(groups: Sequence[Sequence[float]], blocked: bool = False) -> Out
     else:
         p = float(stats.f_oneway(*arrays).pvalue)
     return Outcome(p, None, effect, se, int(min(a.size for a in arrays)), None)
+
+
+def homogeneity(means: Sequence[float], ses: Sequence[float], n: int = 1) -> Outcome:
+    r"""Outcome of the null "every group has the same mean" from independent group means and their
+    standard errors alone (groups: (k,), k >= 2; where the trials themselves are not kept): Cochran's
+    Q, :math:`Q = \sum_j (m_j - \bar m)^2 / s_j^2` with :math:`\bar m` the inverse-variance mean,
+    against :func:`scipy.stats.chi2` with k - 1 degrees of freedom (the standard errors taken as
+    known: many trials per group). ``effect`` is the largest difference of means, ``se`` its standard
+    error; ``needed``: the trials per group (``n`` now) at which a one-sided z test at ALPHA would
+    detect that difference with 80 % power. Undirected: judge it with :func:`companion.ledger.consistent`.
+
+    Examples
+    --------
+    >>> homogeneity([0.873, 0.867, 0.846], [0.0065, 0.0066, 0.0062]).p < 0.01     # 3 s.e. apart
+    True
+    >>> homogeneity([0.873, 0.867, 0.866], [0.0065, 0.0066, 0.0062]).p > 0.3      # within 1 s.e.
+    True
+    """
+    m, s = _finite(means, "means"), _finite(ses, "ses")
+    if m.shape != s.shape or not (s > 0).all():
+        raise ValueError(f"homogeneity: need one standard error > 0 per mean, got {m.size} means and {s.size} errors")
+    w = 1.0 / s**2
+    q = float((w * (m - (w * m).sum() / w.sum()) ** 2).sum())
+    i, j = int(m.argmax()), int(m.argmin())
+    effect, se = float(m[i] - m[j]), float(math.hypot(s[i], s[j]))
+    return Outcome(float(stats.chi2.sf(q, m.size - 1)), None, effect, se, int(n),
+                   trials_needed(int(n), effect / se) if effect > 0 else None)
 
 
 def estimate(value: float, se: float, expected: float = 0.0, alternative: str = "two-sided", n: int = 1) -> Outcome:
