@@ -18,25 +18,26 @@ from __future__ import annotations
 
 # Imported in the order the experiments were declared in, which is their order in the registry.
 from .norm_transition import (NORM_ALPHAS, NormTransitionConfig, norm_assemble, norm_grid, norm_point, norm_transition,
-                              norm_transition_claims, plot_norm_transition)
-from .critical_kappa import CriticalKappaConfig, critical_kappa, critical_kappa_claims, plot_critical_kappa
+                              norm_transition_claims, norm_transition_summary, plot_norm_transition)
+from .critical_kappa import (CriticalKappaConfig, critical_kappa, critical_kappa_claims, critical_kappa_summary,
+                             plot_critical_kappa)
 from .rank_independence import (RankIndependenceConfig, plot_rank_independence, rank_independence,
-                                rank_independence_claims)
+                                rank_independence_claims, rank_independence_summary)
 from .depth_transition import (TOL_HULL, DepthTransitionConfig, depth_transition, depth_transition_claims,
-                               plot_depth_transition)
-from .eps_sweep import EpsSweepConfig, eps_sweep, eps_sweep_claims, plot_eps_sweep
-from .weak_error import WeakErrorConfig, plot_weak_error, weak_error, weak_error_claims
-from ._shared import (BOUND_RATIO, LAMBDAS3, SLOPE_SE, SYNC_RATIO, TOL_SLOPE, base_run, perturbed_times,
-                      slope_tolerance, window_mean)
+                               depth_transition_summary, plot_depth_transition)
+from .eps_sweep import EpsSweepConfig, eps_sweep, eps_sweep_claims, eps_sweep_summary, plot_eps_sweep
+from .weak_error import WeakErrorConfig, plot_weak_error, weak_error, weak_error_claims, weak_error_summary
+from ._shared import BOUND_RATIO, LAMBDAS3, SYNC_RATIO, base_run, perturbed_times, tail_slope, window_mean
 
 __all__ = [
     "NormTransitionConfig", "norm_transition", "norm_point", "norm_assemble", "norm_grid", "norm_transition_claims",
-    "plot_norm_transition", "NORM_ALPHAS",
-    "CriticalKappaConfig", "critical_kappa", "critical_kappa_claims", "plot_critical_kappa",
-    "RankIndependenceConfig", "rank_independence", "rank_independence_claims", "plot_rank_independence",
-    "DepthTransitionConfig", "depth_transition", "depth_transition_claims", "plot_depth_transition", "TOL_HULL",
-    "EpsSweepConfig", "eps_sweep", "eps_sweep_claims", "plot_eps_sweep",
-    "WeakErrorConfig", "weak_error", "weak_error_claims", "plot_weak_error",
-    "LAMBDAS3", "TOL_SLOPE", "SLOPE_SE", "SYNC_RATIO", "BOUND_RATIO", "slope_tolerance", "window_mean", "base_run",
-    "perturbed_times",
+    "norm_transition_summary", "plot_norm_transition", "NORM_ALPHAS",
+    "CriticalKappaConfig", "critical_kappa", "critical_kappa_claims", "critical_kappa_summary", "plot_critical_kappa",
+    "RankIndependenceConfig", "rank_independence", "rank_independence_claims", "rank_independence_summary",
+    "plot_rank_independence",
+    "DepthTransitionConfig", "depth_transition", "depth_transition_claims", "depth_transition_summary",
+    "plot_depth_transition", "TOL_HULL",
+    "EpsSweepConfig", "eps_sweep", "eps_sweep_claims", "eps_sweep_summary", "plot_eps_sweep",
+    "WeakErrorConfig", "weak_error", "weak_error_claims", "weak_error_summary", "plot_weak_error",
+    "LAMBDAS3", "SYNC_RATIO", "BOUND_RATIO", "tail_slope", "window_mean", "base_run", "perturbed_times",
 ]

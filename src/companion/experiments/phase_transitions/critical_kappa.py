@@ -11,33 +11,22 @@ from typing import Any
 import numpy as np
 import torch
 
-from ... import fits, ledger
+from ... import fits, inference, ledger
 from ...models.layer_maps import adapter_chain, near_u1
-from ...registry import PaperScale, claims_for, experiment
+from ...registry import PaperScale, claims_for, experiment, summary_for
 from ...report import fmt
 from ...style import COLORS, FULL_WIDTH, MIN_FONT
 from ...theory import lora_depth as th
 from ._shared import F64, LAMBDAS3, SYNC_RATIO, window_mean
 
-__all__ = ["CriticalKappaConfig", "critical_kappa", "critical_kappa_claims", "plot_critical_kappa"]
+__all__ = ["CriticalKappaConfig", "critical_kappa", "critical_kappa_claims", "critical_kappa_summary", "plot_critical_kappa"]
 
-# ---- thresholds of the claims
-# A closed form predicts the measured level within 15 % (ratios carry 5-8 % standard errors at fast sizes).
-TOL_RATIO = 0.15
-# The two smallest kappa test the small-kappa limit of (21) and Thm D.4.
+# ---- what the claims judge (the verdicts are declared tests at ledger.ALPHA)
+# (21) and Thm D.4 are small-kappa statements: judged at the two smallest kappa.
 SMALL_KAPPAS = 2
-# Bingham: every ratio within 3 standard errors of 1; partly when only within 20 % (a systematic offset).
-TOL_Z = 3.0
-BINGHAM_PARTLY = 0.2
-# Fig. 8: a common direction that moved at all (displacement above 1e-3); synchronised: SYNC_RATIO.
-DISP_MIN = 1e-3
-# Lemma D.5 at the smallest kappa (tokens localised, eps ~ 0.06): the spread's decay rate at most 5 %
-# below 2 lambda_1 + (d - 2) kappa (O(1/L) = 1.6 % from the depth L = 64, the rest for the O(eps) term).
-TOL_SPREAD_RATE = 0.05
-# Lemma D.7: the approach of E Q(t) to its level is judged where the level is over 3x Q(0) = 0.04
-# (kappa >= 0.01), and its rate may fall below gap + d kappa / 2 by at most 3 standard errors.
+# Lemma D.7: the approach of E Q(t) to its level is fitted where the level is over 3x Q(0) = 0.04 (kappa >= 0.01);
+# below, level and start are too close for a rate.
 RELAX_FROM_KAPPA = 0.01
-RELAX_Z = 3.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,92 +193,195 @@ def critical_kappa(cfg: CriticalKappaConfig, generator: torch.Generator, device:
 
 
 
-def _two_level(strict: ledger.Verdict, loose_value: float, loose: float) -> ledger.Verdict:
-    """A verdict with two measures: ``strict`` decides reproduced; otherwise ``loose_value`` against
-    ``loose`` (by :func:`ledger.verdict`) decides partly (within) or not-reproduced."""
-    if strict.status == "reproduced":
-        return strict
-    second = ledger.verdict(loose_value, loose)
-    return ledger.Verdict("partly" if second.status == "reproduced" else "not-reproduced", second.margin)
+@summary_for("phase-critical-kappa")
+def critical_kappa_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Every number the chapter and :func:`critical_kappa_claims` read, computed once.
+
+    Per kappa (K,): the ratios of the measured level to (21) (``r21``), to the Bingham law (``rB``)
+    and to the Theorem D.4 form (``rD4``), with their standard errors, and the two-sided z tests of
+    "ratio 1" (``p21`` at the :data:`SMALL_KAPPAS` smallest kappa, ``pB`` at every kappa) and of
+    "level = D.4 form" (``pD4``); Lemma D.5: the spread's decay rate, ``C_S`` = 2 lambda_1 + (d - 2) kappa,
+    the shortfall ``C_S - rate`` and the Kendall test that it grows with kappa (``shortfall_p``: the
+    O(eps) term vanishes as the tokens localise); Lemma D.7: at every kappa >= :data:`RELAX_FROM_KAPPA`,
+    the one-sided z test that the approach rate falls below gap + d kappa / 2 (``relax_p``); Figure 8:
+    the spread at the start and the end, the displacement of the common direction, and the level per
+    token q / n at that kappa.
+
+    Examples
+    --------
+    >>> r = {"kappas": [0.0025, 0.005, 0.01, 0.02], "n": 8, "d": 3, "L": 64, "per_kappa": 80,
+    ...      "q": np.array([0.0335, 0.0658, 0.136, 0.27]), "q_se": np.array([0.0004, 0.0009, 0.0018, 0.0035]),
+    ...      "eq21": np.array([0.0331, 0.0658, 0.13, 0.2535]), "D4": np.array([2.70, 2.73, 2.80, 2.92]),
+    ...      "bingham": np.array([0.0334, 0.067, 0.1345, 0.2718]), "fig8_spread": 4e-8, "fig8_spread_t0": 0.035,
+    ...      "fig8_disp": 0.086, "spread_rate": np.array([1.995, 1.99, 1.98, 1.96]), "C_S": np.array([2.0025, 2.005, 2.01, 2.02]),
+    ...      "relax_rate": np.array([0.1, 0.5, 0.92, 0.99]), "relax_rate_se": np.array([0.2, 0.05, 0.02, 0.03]),
+    ...      "D7_rate": np.array([0.504, 0.508, 0.515, 0.53]), "config": {"fig8_kappa": 0.02}}
+    >>> s = critical_kappa_summary(r)
+    >>> [round(x, 3) for x in s["r21"][:2]], round(s["D4_first_term"], 4), s["shortfall_p"] < 0.05, s["relax_kappas"]
+    ([1.012, 1.0], 2.6667, True, [0.01, 0.02])
+    """
+    kappas = [float(k) for k in result["kappas"]]
+    q, q_se = np.asarray(result["q"], dtype=float), np.asarray(result["q_se"], dtype=float)
+    n, d = int(result["n"]), int(result["d"])
+    out: dict[str, Any] = {"kappas": kappas, "L": int(result["L"]), "per_kappa": int(result["per_kappa"]), "n": n, "d": d,
+                           "small": kappas[:SMALL_KAPPAS], "kappa_max": kappas[-1], "q": [float(x) for x in q]}
+    for key, pred in (("r21", "eq21"), ("rB", "bingham"), ("rD4", "D4")):
+        p = np.asarray(result[pred], dtype=float)
+        out[key], out[key + "_se"] = [float(x) for x in q / p], [float(x) for x in q_se / p]
+    out["p21"] = [inference.estimate(out["r21"][i], out["r21_se"][i], 1.0).p for i in range(SMALL_KAPPAS)]
+    out["pB"] = [inference.estimate(out["rB"][i], out["rB_se"][i], 1.0).p for i in range(len(kappas))]
+    D4 = np.asarray(result["D4"], dtype=float)
+    out["pD4"] = [inference.estimate(float(q[i]), float(q_se[i]), float(D4[i])).p for i in range(SMALL_KAPPAS)]
+    out["D4_factor"] = float(D4[0] / q[0])
+    out["D4_first_term"] = n / d  # the i = 1 term n kappa / (d kappa) of the D.4 sum, for every kappa > 0
+    out["r21_last"] = out["r21"][-1]
+    out["rB_maxdev"] = float(np.max(np.abs(q / np.asarray(result["bingham"], dtype=float) - 1)))
+    out["zB"] = [(out["rB"][i] - 1) / out["rB_se"][i] for i in range(len(kappas))]
+    held = [k for k, p in zip(kappas, out["pB"]) if p >= ledger.ALPHA]
+    failed = [k for k, p in zip(kappas, out["pB"]) if p < ledger.ALPHA]
+    out["bingham_holds"] = ", ".join(f"{k:g}" for k in held) or "none"
+    out["bingham_fails"] = ", ".join(f"{k:g}" for k in failed) or "none"
+    out["bingham_all"] = not failed
+    # Figure 8
+    cfg = result.get("config")
+    k8 = float(cfg.get("fig8_kappa", 0.05)) if isinstance(cfg, dict) else 0.05
+    out["fig8_kappa"], out["fig8_spread"], out["fig8_spread_t0"] = k8, float(result["fig8_spread"]), float(result["fig8_spread_t0"])
+    out["fig8_disp"] = float(result["fig8_disp"])
+    out["fig8_ratio"] = out["fig8_spread"] / out["fig8_disp"]
+    out["fig8_level_per_token"] = float(q[kappas.index(k8)]) / n if k8 in kappas else math.nan
+    # Lemma D.5
+    rate, C_S = np.asarray(result["spread_rate"], dtype=float), np.asarray(result["C_S"], dtype=float)
+    out["spread_rate"], out["C_S"] = [float(x) for x in rate], [float(x) for x in C_S]
+    out["spread_rate_se"] = [float(x) for x in np.asarray(result.get("spread_rate_se", np.full(len(kappas), np.nan)), dtype=float)]
+    out["shortfall"] = [float(x) for x in C_S - rate]
+    tr = inference.trend(kappas, C_S - rate, "greater")
+    out["shortfall_p"], out["shortfall_against"], out["shortfall_needed"] = tr.p, tr.against, tr.needed
+    # Lemma D.7
+    relax, relax_se, d7 = (np.asarray(result[k], dtype=float) for k in ("relax_rate", "relax_rate_se", "D7_rate"))
+    judged = [i for i, k in enumerate(kappas) if k >= RELAX_FROM_KAPPA]
+    out["relax_kappas"] = [kappas[i] for i in judged]
+    out["relax_rate"], out["relax_rate_se"], out["D7_rate"] = ([float(x[i]) for i in judged] for x in (relax, relax_se, d7))
+    out["relax_p"] = [inference.estimate(float(relax[i]), float(relax_se[i]), float(d7[i]), "less").p for i in judged]
+    out["relax_z"] = [float((relax[i] - d7[i]) / relax_se[i]) for i in judged]
+    return out
 
 
 @claims_for("phase-critical-kappa")
 def critical_kappa_claims(result: dict[str, Any], cfg: CriticalKappaConfig) -> list[ledger.Claim]:
-    """(21) at small kappa, the Thm D.4 form, the Bingham limit at every kappa and Figure 8's synchronisation.
+    """(21) at small kappa, the Thm D.4 form, the derived Bingham limit at every kappa, Figure 8's
+    synchronisation and Lemmas D.5 and D.7, each a declared test on :func:`critical_kappa_summary`.
 
     Examples
     --------
-    >>> r = {"kappas": [0.01, 0.02], "q": np.array([0.033, 0.066]), "q_se": np.array([0.002, 0.004]),
-    ...      "eq21": np.array([0.0331, 0.0658]), "D4": np.array([2.7, 2.73]), "bingham": np.array([0.0334, 0.067]),
-    ...      "fig8_spread": 4e-8, "fig8_disp": 0.1, "spread_rate": np.array([1.98, 1.96]),
-    ...      "spread_rate_se": np.array([0.003, 0.003]), "C_S": np.array([2.0025, 2.005]),
-    ...      "relax_rate": np.array([0.7, 0.8]), "relax_rate_se": np.array([0.07, 0.05]), "D7_rate": np.array([0.51, 0.53])}
+    >>> r = {"kappas": [0.0025, 0.005, 0.01, 0.02], "n": 8, "d": 3, "L": 64, "per_kappa": 80,
+    ...      "q": np.array([0.0335, 0.0658, 0.136, 0.27]), "q_se": np.array([0.0004, 0.0009, 0.0018, 0.0035]),
+    ...      "eq21": np.array([0.0331, 0.0658, 0.13, 0.2535]), "D4": np.array([2.70, 2.73, 2.80, 2.92]),
+    ...      "bingham": np.array([0.0334, 0.067, 0.1345, 0.2718]), "fig8_spread": 4e-8, "fig8_spread_t0": 0.035,
+    ...      "fig8_disp": 0.086, "spread_rate": np.array([1.995, 1.99, 1.98, 1.96]), "C_S": np.array([2.0025, 2.005, 2.01, 2.02]),
+    ...      "relax_rate": np.array([0.1, 0.5, 0.92, 0.99]), "relax_rate_se": np.array([0.2, 0.05, 0.02, 0.03]),
+    ...      "D7_rate": np.array([0.504, 0.508, 0.515, 0.53]), "config": {"fig8_kappa": 0.02}}
     >>> [c.status for c in critical_kappa_claims(r, CriticalKappaConfig())]
     ['reproduced', 'not-reproduced', 'reproduced', 'reproduced', 'reproduced', 'reproduced']
+    >>> wrong = dict(r, q=r["q"] * 1.1, fig8_spread=0.05, relax_rate=np.array([0.1, 0.5, 0.4, 0.99]))
+    >>> [c.status for c in critical_kappa_claims(wrong, CriticalKappaConfig())]
+    ['not-reproduced', 'not-reproduced', 'not-reproduced', 'not-reproduced', 'reproduced', 'partly']
     """
-    q, q_se = np.asarray(result["q"], dtype=float), np.asarray(result["q_se"], dtype=float)
-    kappas = list(result["kappas"])
-    r21 = q[:SMALL_KAPPAS] / np.asarray(result["eq21"])[:SMALL_KAPPAS]
-    rD4 = q[:SMALL_KAPPAS] / np.asarray(result["D4"])[:SMALL_KAPPAS]
-    bing = np.asarray(result["bingham"], dtype=float)
-    rB, rB_se = q / bing, q_se / bing
-    zB = np.abs(rB - 1) / rB_se  # deviation from 1 in standard errors
-    se21 = q_se[:SMALL_KAPPAS] / np.asarray(result["eq21"])[:SMALL_KAPPAS]
-    ratio8 = float(result["fig8_spread"]) / float(result["fig8_disp"])
-    sync = ledger.verdict(ratio8, SYNC_RATIO) if float(result["fig8_disp"]) > DISP_MIN else ledger.verdict(False)
-    rate, rate_se, C_S = (np.asarray(result[k], dtype=float) for k in ("spread_rate", "spread_rate_se", "C_S"))
-    shortfall = float(np.max((C_S[:SMALL_KAPPAS] - rate[:SMALL_KAPPAS]) / C_S[:SMALL_KAPPAS]))
-    relax, relax_se, d7 = (np.asarray(result[k], dtype=float) for k in ("relax_rate", "relax_rate_se", "D7_rate"))
-    judged = np.asarray(kappas, dtype=float) >= RELAX_FROM_KAPPA
-    z7 = float(np.max((d7[judged] - relax[judged]) / relax_se[judged])) if judged.any() else math.nan
-    relax_verdict = ledger.verdict(z7, RELAX_Z, scale=RELAX_Z) if judged.any() else ledger.NOT_CHECKABLE  # no kappa large enough
+    s = critical_kappa_summary(result)
+    small = s["small"]
+    ks = s["kappas"]
+
+    def cases(p: list[float], kap: list[float]) -> ledger.Verdict:
+        return ledger.cases({f"kappa = {k:g}": ledger.consistent(pi) for k, pi in zip(kap, p)})
+
+    relax = cases(s["relax_p"], s["relax_kappas"]) if s["relax_kappas"] else ledger.NOT_CHECKABLE  # no kappa large enough
+    bingham = cases(s["pB"], ks)
     return [
         ledger.Claim(
             id="A-eq21-small-kappa", paper="A", where="Thm 4.2 (21)",
-            statement=r"At $\eta_L = \sqrt L$ the stationary deviation approaches "
-                      r"$n\sum_{i\ge2}\kappa/(2(\lambda_1-\lambda_i)+d\kappa)$ as $\kappa$ decreases",
-            verdict=ledger.verdict(float(np.max(np.abs(r21 - 1))), TOL_RATIO),
-            measured=f"ratios {fmt(r21[0])}, {fmt(r21[1])} at kappa {kappas[0]}, {kappas[1]}", expected=1.0, tolerance=TOL_RATIO,
-            uncertainty=[round(float(x), 4) for x in se21]),
+            statement=r"At $\eta_L = \sqrt L$, for $\ell$ large and $\kappa$ small, the stationary deviation is "
+                      r"$n\sum_{i\ge2}\kappa/(2(\lambda_1-\lambda_i)+d\kappa)$ (judged at the two smallest $\kappa$)",
+            quote=r"\sum_{i=1}^{n}\mathbb{E}\|x_{i}^{\ell}-u_{1}\|^{2}\simeq n\sum_{i=2}^{d}\frac{\kappa}{2(\lambda_{1}-"
+                  r"\lambda_{i})+d\kappa}+O(1/L),",
+            basis="paper",
+            test="two-sided z test at ALPHA, per kappa, that measured / (21) is 1 (the level averaged over t >= t_from, "
+                 "standard errors over the samples)",
+            verdict=cases(s["p21"], small),
+            measured=f"ratios {fmt(s['r21'][0])}, {fmt(s['r21'][1])} at kappa {small[0]:g}, {small[1]:g}", expected=1.0,
+            tolerance="p >= ALPHA", uncertainty=[round(x, 4) for x in s["r21_se"][:SMALL_KAPPAS]]),
         ledger.Claim(
             id="A-thmD4-sum-from-1", paper="A", where="Thm D.4",
-            statement="The D.4 form (sum from $i = 1$) predicts the stationary deviation",
-            verdict=ledger.verdict(float(np.max(np.abs(rD4 - 1))), TOL_RATIO),
-            measured=f"ratios {fmt(rD4[0])}, {fmt(rD4[1])}", expected=1.0, tolerance=TOL_RATIO,
-            uncertainty=[round(float(x), 5) for x in q_se[:SMALL_KAPPAS] / np.asarray(result["D4"])[:SMALL_KAPPAS]]),
+            statement=r"Theorem D.4 as printed (sum from $i = 1$) gives the stationary deviation, up to error terms that "
+                      r"vanish for large $L$ and $t$",
+            quote=r"n\sum_{i=1}^{d}\frac{\kappa}{2(\lambda_{1}+\frac{d\kappa}{2}-\lambda_{i})}",
+            basis="paper",
+            test="two-sided z test at ALPHA, per kappa (the two smallest), that the measured level equals the D.4 form "
+                 "(the error terms of D.4 are O(1/L) and decay in t; here L = "
+                 f"{s['L']}, t >= {cfg.t_from:g})",
+            verdict=cases(s["pD4"], small),
+            measured=f"measured / D.4 {fmt(s['rD4'][0])}, {fmt(s['rD4'][1])}", expected=1.0, tolerance="p >= ALPHA",
+            uncertainty=[round(x, 6) for x in s["rD4_se"][:SMALL_KAPPAS]],
+            why=(f"the i = 1 term of the D.4 sum is n kappa / (d kappa) = n/d = {fmt(s['D4_first_term'], 3)} for every kappa > 0, "
+                 f"so the D.4 level stays near {fmt(s['D4_first_term'], 3)} as kappa -> 0 while the measured level vanishes "
+                 f"with kappa ({fmt(s['q'][0])} at kappa {small[0]:g}: D.4 is {fmt(s['D4_factor'], 3)} times too large). The sum "
+                 "from i = 2, as in (21) and Lemma D.7's q_inf, reproduces (A-eq21-small-kappa): likely a misprint, but the "
+                 "printed theorem is contradicted.")),
         ledger.Claim(
             id="A-eq21-bingham-all-kappa", paper="A", where="Thm 4.2 (21), derived limit",
-            statement=rf"The exact synchronised limit (Bingham law) matches the measured deviation for every "
-                      rf"$\kappa \in [{kappas[0]}, {kappas[-1]}]$",
-            verdict=_two_level(ledger.verdict(float(zB.max()), TOL_Z), float(np.max(np.abs(rB - 1))), BINGHAM_PARTLY),
-            measured=f"ratios in [{fmt(rB.min(), 2)}, {fmt(rB.max(), 2)}], max {fmt(zB.max(), 2)} s.e. from 1", expected=1.0,
-            tolerance=f"{TOL_Z:g} s.e. (partly: {BINGHAM_PARTLY:.0%})", uncertainty=f"s.e. of ratios {fmt(rB_se.min(), 2)}-{fmt(rB_se.max(), 2)}"),
+            statement=r"Derived here: synchronised tokens follow one Brownian motion on the sphere with drift "
+                      r"$\nabla\frac12\langle y, Vy\rangle$, whose invariant (Bingham) law "
+                      r"$\propto e^{\langle y, Vy\rangle/\kappa}$ gives the stationary deviation exactly, for every "
+                      rf"$\kappa \in [{ks[0]:g}, {ks[-1]:g}]$ (it agrees with (21) at leading order)",
+            quote="the tokens synchronize around a common random direction",
+            basis="derived",
+            test="two-sided z test at ALPHA, per kappa, that measured / Bingham is 1",
+            verdict=bingham,
+            measured=f"ratios in [{fmt(min(s['rB']), 3)}, {fmt(max(s['rB']), 3)}]; z per kappa "
+                     f"{[round(z, 1) for z in s['zB']]}", expected=1.0, tolerance="p >= ALPHA",
+            uncertainty=f"s.e. of ratios {fmt(min(s['rB_se']), 2)}-{fmt(max(s['rB_se']), 2)}",
+            why="" if bingham.status == "reproduced" else
+            (f"{bingham.why}: the derived law matches at small kappa and falls short by up to "
+             f"{fmt(100 * s['rB_maxdev'], 2)} % at the largest (a level not yet reached by t = {cfg.blocks}, or the "
+             "synchronised limit's finite-L correction); a derivation of ours, not the paper's statement")),
         ledger.Claim(
-            id="A-fig8-synchronisation", paper="A", where="Fig. 8 / proof of Thm 4.2",
-            statement=r"At $\eta_L = \sqrt L$ the tokens synchronise (spread $\to 0$) around a randomly moving common "
-                      "direction",
-            verdict=sync, measured=f"spread/displacement {fmt(ratio8, 2)}", expected=f"< {SYNC_RATIO:g}",
-            tolerance=f"displacement > {DISP_MIN:g}"),
+            id="A-fig8-synchronisation", paper="A", where="Fig. 8 / Sec. 4.1.1",
+            statement=rf"At $\eta_L = \sqrt L$ the tokens synchronise (their spread contracts) around a randomly moving "
+                      rf"common direction ($\kappa = {s['fig8_kappa']:g}$)",
+            quote=r"in the critical scaling $\eta_{L}\simeq\sqrt{L}$ , the tokens synchronize around a common random direction",
+            basis="paper",
+            test="the mean spread of the tokens at the last layer against its mean at the start (margin in decades); "
+                 "printed beside it: the displacement of the common direction and the level per token q / n",
+            verdict=ledger.verdict(s["fig8_spread"], s["fig8_spread_t0"]),
+            measured=f"spread {fmt(s['fig8_spread'], 2)} (start {fmt(s['fig8_spread_t0'], 2)}); displacement of the common "
+                     f"direction {fmt(s['fig8_disp'], 3)} (level per token {fmt(s['fig8_level_per_token'], 3)}); "
+                     f"spread/displacement {fmt(s['fig8_ratio'], 2)} (printed, not judged: {SYNC_RATIO:g})",
+            expected="spread < its start", tolerance=s["fig8_spread_t0"]),
         ledger.Claim(
             id="A-lemD5-spread-rate", paper="A", where="Lemma D.5 (97)",
             statement=r"Near $u_1$ the token spread $S(t) = \sum_i \|\xi_i - \bar\xi\|^2$ contracts at rate "
-                      r"$C_S = 2\lambda_1 + (d - 2)\kappa - O(\varepsilon)$: at the smallest $\kappa$ the measured rate "
-                      r"falls short of $2\lambda_1 + (d - 2)\kappa$ by at most 5 %",
-            verdict=ledger.verdict(shortfall, TOL_SPREAD_RATE),
-            measured=f"rates {fmt(rate[0])}, {fmt(rate[1])} at kappa {kappas[0]}, {kappas[1]} (C_S {fmt(C_S[0], 4)}, {fmt(C_S[1], 4)}); "
-                     f"at kappa {kappas[-1]}: {fmt(rate[-1])} (C_S {fmt(C_S[-1])})",
-            expected="shortfall <= 5 %", tolerance=TOL_SPREAD_RATE,
-            uncertainty=[round(float(x), 4) for x in rate_se[:SMALL_KAPPAS]]),
+                      r"$C_S = 2\lambda_1 + (d - 2)\kappa - C(1+\kappa)\varepsilon$: the shortfall of the measured rate below "
+                      r"$2\lambda_1 + (d - 2)\kappa$ vanishes as the tokens localise ($\varepsilon \to 0$ with $\kappa$)",
+            quote=r"where $C_{S}\coloneqq 2\lambda_{1}+(d-2)\kappa-C(1+\kappa)\varepsilon.$",
+            basis="paper",
+            test="Kendall trend test at ALPHA, one-sided, that the shortfall 2 lambda_1 + (d - 2) kappa - rate grows with "
+                 "kappa (the tokens' localisation eps grows with kappa; C is not stated)",
+            verdict=ledger.significant(s["shortfall_p"], against=s["shortfall_against"], needed=s["shortfall_needed"]),
+            measured=f"rates {fmt(s['spread_rate'][0])}, {fmt(s['spread_rate'][1])} at kappa {small[0]:g}, {small[1]:g} "
+                     f"(C_S {fmt(s['C_S'][0], 4)}, {fmt(s['C_S'][1], 4)}); at kappa {ks[-1]:g}: {fmt(s['spread_rate'][-1])} "
+                     f"(C_S {fmt(s['C_S'][-1])}); Kendall p {fmt(s['shortfall_p'], 2)}",
+            expected="shortfall falls with kappa", tolerance="p < ALPHA",
+            uncertainty=[round(x, 4) for x in s["spread_rate_se"][:SMALL_KAPPAS]]),
         ledger.Claim(
             id="A-lemD7-relaxation-rate", paper="A", where="Lemma D.7 (100)",
             statement=r"$\mathbb E\,Q(t) = \mathbb E\sum_i \|\xi_i\|^2$ approaches its stationary level at least at rate "
                       rf"$\mathrm{{gap}} + d\kappa/2$ (judged for $\kappa \ge {RELAX_FROM_KAPPA:g}$, where the level is "
                       "well above $Q(0)$)",
-            verdict=relax_verdict,
-            measured=f"rates {[round(float(x), 2) for x in relax[judged]]} against {[round(float(x), 3) for x in d7[judged]]}; "
-                     f"largest shortfall {fmt(z7, 2)} s.e.",
-            expected="rate >= gap + d kappa / 2", tolerance=f"{RELAX_Z:g} s.e.",
-            uncertainty=[round(float(x), 3) for x in relax_se[judged]]),
+            quote=r"\left|\mathbb{E}[Q(t)]-q_{\infty}\right|\lesssim(\kappa+\|\delta\|+\varepsilon^{3})n\,\exp\left(-t\left("
+                  r"\mathrm{gap}+\frac{d\kappa}{2}\right)\right)",
+            basis="paper",
+            test="one-sided z test at ALPHA, per kappa, that the fitted approach rate falls below gap + d kappa / 2",
+            verdict=relax,
+            measured=f"rates {[round(x, 2) for x in s['relax_rate']]} against {[round(x, 3) for x in s['D7_rate']]}; "
+                     f"z {[round(z, 1) for z in s['relax_z']]}",
+            expected="rate >= gap + d kappa / 2", tolerance="p >= ALPHA",
+            uncertainty=[round(x, 3) for x in s["relax_rate_se"]]),
     ]
-
-

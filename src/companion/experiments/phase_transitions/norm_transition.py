@@ -15,32 +15,23 @@ from typing import Any
 import numpy as np
 import torch
 
-from ... import fits, ledger
+from ... import fits, inference, ledger
 from ...models.layer_maps import adapter_chain, near_u1
-from ...registry import PaperScale, claims_for, experiment, sweep_point
+from ...registry import PaperScale, claims_for, experiment, summary_for, sweep_point
 from ...report import fmt
 from ...style import COLORS, MIN_FONT
 from ...theory import lora_depth as th
-from ._shared import F64, LAMBDAS3, SLOPE_SE, SYNC_RATIO, TOL_SLOPE, _gen, _plot_ax, slope_tolerance
+from ._shared import F64, LAMBDAS3, SYNC_RATIO, _gen, _plot_ax, tail_slope
 
 __all__ = ["NormTransitionConfig", "norm_transition", "norm_point", "norm_assemble", "norm_grid", "norm_transition_claims",
-           "plot_norm_transition", "NORM_ALPHAS"]
+           "norm_transition_summary", "plot_norm_transition", "NORM_ALPHAS"]
 
 # The adapter scalings eta_L = c L^alpha of the norm transition: two below, one at, one above sqrt(L).
 NORM_ALPHAS = (0.0, 0.25, 0.5, 0.75)
 
-# ---- thresholds of the claims
-# A decaying deviation: a log-log slope below -0.3 is a clear decay over a 32x range of depths.
-SUBCRITICAL_SLOPE = -0.3
-# Supercritical: alpha = 3/4 grows (slope above 0.2) while alpha = 1/2 stays flat (|slope| below 0.15)
-SUPER_SLOPE = 0.2
-CRITICAL_FLAT = 0.15
-# ... and the alpha = 3/4 level at the largest depth exceeds 5x the mean alpha = 1/2 level.
+# ---- printed beside the verdicts, not judged (the verdicts are declared tests at ledger.ALPHA):
+# a level at the largest depth this many times the alpha = 1/2 level.
 SUPER_LEVEL_RATIO = 5.0
-# Sec. 4.1.1, eta_L >> sqrt(L): "a strongly random moving direction" means a mean displacement
-# 1 - <m, u1>^2 above half its value 2/3 for a uniformly random direction on S^2.
-DISP_STRONG = 1.0 / 3.0
-
 
 def _by_alpha(table: Any, alpha: float) -> float:
     """``table[alpha]`` for a dict keyed by alpha (float keys; a stored result may give strings)."""
@@ -236,67 +227,186 @@ def norm_point(cfg: NormTransitionConfig, device: str = "cpu", *, L: int, seed: 
             "t_end": blocks, "per_trial": per_trial.cpu().numpy(), "spread_end": spread_end.numpy(), "disp_end": disp_end.numpy()}
 
 
-@claims_for("phase-norm-transition")
-def norm_transition_claims(result: dict[str, Any], cfg: NormTransitionConfig) -> list[ledger.Claim]:
-    """Theorem 4.2 (20) below the critical scaling (alpha = 0, 1/4), the derived L^(2 alpha - 1) law and
-    the supercritical growth (alpha = 3/4 against alpha = 1/2).
+@summary_for("phase-norm-transition")
+def norm_transition_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Every number the chapter and :func:`norm_transition_claims` read, computed once.
+
+    Per alpha (keys ``0``, ``14``, ``12``, ``34`` for alpha = 0, 1/4, 1/2, 3/4): the log-log slope over
+    all depths (``slope*``, ``slope_se*``) and over the upper half of the depths (``tail*``,
+    ``tail_se*``, from ``tail_from`` on: the large-depth regime the rates speak of); the tests:
+    ``decay_p*`` (Kendall: the deviation falls with L), ``rate_p*`` (one-sided z: the exponent lies
+    above -1, a decay slower than 1/L), ``derived_p*`` (two-sided z: the exponent is 2 alpha - 1),
+    ``rise_p34`` (Kendall: the alpha = 3/4 deviation rises with L), ``flat_p12`` (two-sided z: the
+    alpha = 1/2 slope is 0). Synchronisation at alpha = 3/4 and the largest depth: ``spread34``
+    against ``spread_start`` = (n - 1)(d - 1) delta0^2 (the expected spread of the initial tokens),
+    and the displacement ``disp34`` of the mean direction against that of a uniformly random
+    direction, ``1 - 1/d`` with standard deviation sqrt(2 (d - 1) / (d^2 (d + 2))) per sample
+    (``disp_p``: two-sided z test of that mean).
 
     Examples
     --------
-    >>> r = {"slopes": {0.0: -1.0, 0.25: -0.5, 0.5: 0.0, 0.75: 0.5}, "slope_se": {0.0: 0.05, 0.25: 0.03, 0.5: 0.05, 0.75: 0.05},
-    ...      "mean": np.array([[0.01], [0.05], [0.6], [14.0]]), "depths": [512], "uniform_level": 16.0,
-    ...      "sync_spread": np.array([1e-8, 1e-8, 4e-8, 7e-8]), "sync_disp": np.array([1e-3, 0.01, 0.09, 0.57])}
+    >>> L = np.array([16, 32, 64, 128, 256, 512])
+    >>> mean = np.stack([0.6 / L, 2.3 / L ** 0.5, 0.6 + 0 * L, 3.0 * L ** 0.25])
+    >>> r = {"depths": list(L), "mean": mean, "se": mean * 0.01, "per_alpha": 1000, "n": 8, "d": 3, "uniform_level": 16.0,
+    ...      "slopes": {0.0: -1.0, 0.25: -0.5, 0.5: 0.0, 0.75: 0.25}, "slope_se": {a: 0.01 for a in NORM_ALPHAS},
+    ...      "sync_spread": np.array([1e-8, 1e-8, 4e-8, 2e-10]), "sync_disp": np.array([1e-5, 1e-3, 0.08, 0.66])}
+    >>> s = norm_transition_summary(r)
+    >>> round(s["tail0"], 6), round(s["tail14"], 6), s["tail_from"], s["decay_p0"] < 0.01, s["rate_p14"] < 1e-6
+    (-1.0, -0.5, 128, True, True)
+    >>> round(s["spread_start"], 12), round(s["uniform_disp"], 4), round(s["disp_p"], 2)  # z = -0.0067 / 0.0094
+    (1.4e-05, 0.6667, 0.48)
+    """
+    depths = [int(L) for L in result["depths"]]
+    mean, se = np.asarray(result["mean"], dtype=float), np.asarray(result["se"], dtype=float)
+    delta0 = float(dict(result.get("config") or {}).get("delta0", NormTransitionConfig.delta0))  # the same in every profile
+    n, d, per = int(result["n"]), int(result["d"]), int(result["per_alpha"])
+    out: dict[str, Any] = {"depths": depths, "L_max": depths[-1], "per_alpha": per, "n": n, "d": d,
+                           "uniform_level": float(result["uniform_level"])}
+    for a, (alpha, key) in enumerate(zip(NORM_ALPHAS, ("0", "14", "12", "34"))):
+        tail = tail_slope(depths, mean[a], se[a])
+        out[f"slope{key}"], out[f"slope_se{key}"] = _by_alpha(result["slopes"], alpha), _by_alpha(result["slope_se"], alpha)
+        out[f"tail{key}"], out[f"tail_se{key}"], out["tail_from"] = tail["slope"], tail["slope_se"], tail["from"]
+        out[f"derived{key}"] = 2 * alpha - 1
+    for key, a in (("0", 0), ("14", 1)):
+        dec = inference.trend(depths, mean[a], "less")
+        out[f"decay_p{key}"], out[f"decay_against{key}"], out[f"decay_needed{key}"] = dec.p, dec.against, dec.needed
+        out[f"rate_p{key}"] = inference.estimate(out[f"tail{key}"], out[f"tail_se{key}"], -1.0, "greater").p
+        out[f"rate_z{key}"] = (out[f"tail{key}"] + 1.0) / out[f"tail_se{key}"]
+        out[f"derived_p{key}"] = inference.estimate(out[f"tail{key}"], out[f"tail_se{key}"], out[f"derived{key}"]).p
+    out["rate_holds0"], out["rate_holds14"] = (("holds" if out[f"rate_p{k}"] >= ledger.ALPHA else "does not hold")
+                                                for k in ("0", "14"))
+    rise = inference.trend(depths, mean[3], "greater")
+    out["rise_p34"], out["rise_against34"], out["rise_needed34"] = rise.p, rise.against, rise.needed
+    out["flat_p12"] = inference.estimate(out["slope12"], out["slope_se12"], 0.0).p
+    out["level34_last"], out["level12_mean"] = float(mean[3][-1]), float(mean[2].mean())
+    out["level_ratio"] = out["level34_last"] / out["level12_mean"]
+    spread, disp = np.asarray(result["sync_spread"], dtype=float), np.asarray(result["sync_disp"], dtype=float)
+    out["spread34"], out["disp34"] = float(spread[3]), float(disp[3])
+    out["spread_ratio34"] = out["spread34"] / out["disp34"]
+    out["spread_start"] = (n - 1) * (d - 1) * delta0**2
+    out["uniform_disp"] = 1.0 - 1.0 / d
+    out["disp_se"] = math.sqrt(2.0 * (d - 1) / (d * d * (d + 2)) / per)
+    out["disp_p"] = inference.estimate(out["disp34"], out["disp_se"], out["uniform_disp"]).p
+    out["spread_disp"], out["disp"] = [float(x) for x in spread], [float(x) for x in disp]
+    return out
+
+
+@claims_for("phase-norm-transition")
+def norm_transition_claims(result: dict[str, Any], cfg: NormTransitionConfig) -> list[ledger.Claim]:
+    """Theorem 4.2 (20) below the critical scaling (alpha = 0, 1/4), the derived L^(2 alpha - 1) law and
+    the supercritical regime (alpha = 3/4 against alpha = 1/2), each a declared test at ``ledger.ALPHA``
+    on the numbers of :func:`norm_transition_summary`.
+
+    Examples
+    --------
+    >>> L = np.array([16, 32, 64, 128, 256, 512])
+    >>> mean = np.stack([0.6 / L, 2.3 / L ** 0.5, 0.6 + 0 * L, 3.0 * L ** 0.25])
+    >>> r = {"depths": list(L), "mean": mean, "se": mean * 0.01, "per_alpha": 1000, "n": 8, "d": 3, "uniform_level": 16.0,
+    ...      "slopes": {0.0: -1.0, 0.25: -0.5, 0.5: 0.0, 0.75: 0.25}, "slope_se": {a: 0.01 for a in NORM_ALPHAS},
+    ...      "sync_spread": np.array([1e-8, 1e-8, 4e-8, 2e-10]), "sync_disp": np.array([1e-5, 1e-3, 0.08, 0.66])}
     >>> [c.status for c in norm_transition_claims(r, NormTransitionConfig())]
     ['reproduced', 'reproduced', 'not-reproduced', 'reproduced', 'reproduced', 'reproduced']
+
+    A deviation at alpha = 1/4 that falls like 1/L passes (20) and fails the derived law; one at
+    alpha = 0 that falls like L^(-1/2) fails (20):
+
+    >>> fast = dict(r, mean=np.stack([0.6 / L, 2.3 / L, 0.6 + 0 * L, 3.0 * L ** 0.25]))
+    >>> [c.status for c in norm_transition_claims(fast, NormTransitionConfig())][1:4]
+    ['reproduced', 'reproduced', 'partly']
+    >>> slow = dict(r, mean=np.stack([0.6 / L ** 0.5, 2.3 / L ** 0.5, 0.6 + 0 * L, 3.0 * L ** 0.25]))
+    >>> norm_transition_claims(slow, NormTransitionConfig())[1].status
+    'not-reproduced'
     """
-    s0, s14, s12, s34 = (_by_alpha(result["slopes"], a) for a in NORM_ALPHAS)
-    e0, e14 = _by_alpha(result["slope_se"], 0.0), _by_alpha(result["slope_se"], 0.25)
-    tol0, tol14 = slope_tolerance(e0), slope_tolerance(e14)
-    derived = max(abs(s0 + 1) / tol0, abs(s14 + 0.5) / tol14)  # the derived law, in units of each tolerance
-    mean = np.asarray(result["mean"])
-    level34, level12 = float(mean[3][-1]), float(mean[2].mean())
-    super_ok = s34 > SUPER_SLOPE and abs(s12) < CRITICAL_FLAT and level34 > SUPER_LEVEL_RATIO * level12
-    sp34, di34 = float(np.asarray(result["sync_spread"])[3]), float(np.asarray(result["sync_disp"])[3])
-    sync = ledger.verdict(sp34 / di34, SYNC_RATIO) if di34 > DISP_STRONG else ledger.verdict(False)
+    s = norm_transition_summary(result)
+    tail = f"L >= {s['tail_from']}"
+    rate = (f"one-sided z test at ALPHA of the log-log exponent fitted over {tail} (the large-depth regime) against -1: "
+            "(20) is contradicted where the deviation decays significantly slower than 1/L")
+
+    def exponent(key: str) -> str:
+        return (f"exponent {fmt(s['tail' + key], 3)} +- {fmt(s['tail_se' + key], 1)} over {tail} "
+                f"(all depths: {fmt(s['slope' + key], 3)} +- {fmt(s['slope_se' + key], 1)})")
+
     return [
         ledger.Claim(
-            id="A-thm4.2-subcritical-vanishes", paper="A", where="Thm 4.2 (20)",
+            id="A-thm4.2-subcritical-vanishes", paper="A", where="Sec. 4.1.1 (discussion of Thm 4.2)",
             statement=r"For $\eta_L \ll \sqrt L$ the deviation $\mathbb E\sum_i \|x_i^L - u_1\|^2$ vanishes as $L$ grows "
                       r"($\alpha = 0, 1/4$)",
-            verdict=ledger.verdict(max(s0, s14), SUBCRITICAL_SLOPE, scale=abs(SUBCRITICAL_SLOPE)),
-            measured=f"slopes {fmt(s0)}, {fmt(s14)}", expected="< 0", tolerance=f"slope < {SUBCRITICAL_SLOPE}",
-            uncertainty=f"s.e. {fmt(e0, 1)}, {fmt(e14, 1)}"),
+            quote=r"If $\eta_{L}\ll\sqrt{L}$ , the cumulative random effect of the LoRA updates vanishes in the large-depth "
+                  r"limit, and the dynamics remain trapped near $X_{\star}$ .",
+            basis="paper",
+            test="Kendall trend test at ALPHA, one-sided, that the mean deviation falls with L over the depths, per alpha",
+            verdict=ledger.cases({"alpha = 0": ledger.significant(s["decay_p0"], against=s["decay_against0"],
+                                                                  needed=s["decay_needed0"]),
+                                  "alpha = 1/4": ledger.significant(s["decay_p14"], against=s["decay_against14"],
+                                                                    needed=s["decay_needed14"])}),
+            measured=f"Kendall p {fmt(s['decay_p0'], 2)}, {fmt(s['decay_p14'], 2)}; slopes {fmt(s['slope0'])}, {fmt(s['slope14'])}",
+            expected="falls with L", tolerance="p < ALPHA", uncertainty=f"s.e. {fmt(s['slope_se0'], 1)}, {fmt(s['slope_se14'], 1)}"),
         ledger.Claim(
             id="A-thm4.2-rate-1/L-alpha0", paper="A", where="Thm 4.2 (20)",
-            statement=r"For bounded $\eta_L$ ($\alpha = 0$) the deviation is $O(1/L)$: log-log slope $-1$ in $L$",
-            verdict=ledger.verdict(abs(s0 + 1), tol0), measured=round(s0, 3), expected=-1.0,
-            tolerance=f"max({TOL_SLOPE}, {SLOPE_SE:g} s.e.) = {fmt(tol0, 2)}", uncertainty=round(e0, 3)),
+            statement=r"For bounded $\eta_L$ ($\alpha = 0$) the deviation is $O(1/L)$: it decays at least like $1/L$",
+            quote=r"$\mathbb{E}[\|x_{i}^{\ell}-u_{1}\|^{2}]\lesssim O(1/L).$ (20)", basis="paper", test=rate,
+            verdict=ledger.consistent(s["rate_p0"]), measured=exponent("0"), expected="<= -1",
+            tolerance="p >= ALPHA", uncertainty=round(s["tail_se0"], 4)),
         ledger.Claim(
             id="A-thm4.2-rate-1/L-alpha1/4", paper="A", where="Thm 4.2 (20)",
-            statement=r"Rate (20) as stated, for every $\eta_L \ll \sqrt L$: at $\eta_L = L^{1/4}$ the deviation is $O(1/L)$ "
-                      r"(slope $-1$); the $\kappa_{\mathrm{eff}}$ derivation gives $L^{2\alpha - 1} = L^{-1/2}$ instead "
+            statement=r"Rate (20) as stated, for every $\eta_L \ll \sqrt L$: at $\eta_L = L^{1/4}$ the deviation is $O(1/L)$; "
+                      r"the $\kappa_{\mathrm{eff}}$ derivation gives $L^{2\alpha - 1} = L^{-1/2}$ instead "
                       "(A-thm4.2-rate-derived)",
-            verdict=ledger.verdict(abs(s14 + 1), tol14), measured=round(s14, 3), expected=-1.0,
-            tolerance=f"max({TOL_SLOPE}, {SLOPE_SE:g} s.e.) = {fmt(tol14, 2)}",
-            uncertainty=round(e14, 3)),
+            quote=r"If $\eta_{L}\ll\sqrt{L}$ , then $\mathbb{E}[\|x_{i}^{\ell}-u_{1}\|^{2}]\lesssim O(1/L).$ (20)",
+            basis="paper", test=rate,
+            verdict=ledger.consistent(s["rate_p14"]), measured=exponent("14"), expected="<= -1",
+            tolerance="p >= ALPHA", uncertainty=round(s["tail_se14"], 4),
+            why=(f"Theorem 4.2 states O(1/L) for every eta_L << sqrt(L); at eta_L = L^(1/4) the deviation still vanishes, "
+                 f"but like L^{fmt(s['tail14'], 2)} ({fmt(s['rate_z14'], 2)} standard errors slower than 1/L), as the "
+                 "kappa_eff = kappa L^(2 alpha - 1) derivation predicts; O(1/L) holds only for bounded eta_L (alpha = 0). "
+                 "The proof in App. D.2 treats the scaling eta_L << 1/sqrt(L), not the eta_L << sqrt(L) of the statement.")),
         ledger.Claim(
             id="A-thm4.2-rate-derived", paper="A", where="Thm 4.2 (20), derived kappa_eff law",
-            statement=r"Below the critical scaling the deviation decays like $L^{2\alpha - 1}$ "
-                      r"($\kappa_{\mathrm{eff}} = \kappa L^{2\alpha - 1}$): slopes $-1$ and $-1/2$ for $\alpha = 0, 1/4$",
-            verdict=ledger.verdict(derived, 1.0), measured=f"slopes {fmt(s0, 2)} +- {fmt(e0, 1)}, {fmt(s14, 2)} +- {fmt(e14, 1)}",
-            expected="-1, -0.5", tolerance=f"max({TOL_SLOPE}, {SLOPE_SE:g} s.e.)", uncertainty=[round(e0, 3), round(e14, 3)]),
+            statement=r"Derived from the homogenisation scaling of Sec. 4.1.1 (one unit of time carries the noise variance "
+                      r"$\kappa_{\mathrm{eff}} = \kappa\eta_L^2/L$): below the critical scaling the deviation decays like "
+                      r"$L^{2\alpha - 1}$, slopes $-1$ and $-1/2$ for $\alpha = 0, 1/4$",
+            quote=r"their typical scale after $L$ iterates is of order $\frac{\sqrt{L{\rm Var}(\Delta V)}}{L}$",
+            basis="derived",
+            test=f"two-sided z test at ALPHA of the log-log exponent over {tail} against 2 alpha - 1, per alpha",
+            verdict=ledger.cases({"alpha = 0": ledger.consistent(s["derived_p0"]),
+                                  "alpha = 1/4": ledger.consistent(s["derived_p14"])}),
+            measured=f"exponents {fmt(s['tail0'], 3)} +- {fmt(s['tail_se0'], 1)}, {fmt(s['tail14'], 3)} +- {fmt(s['tail_se14'], 1)} "
+                     f"over {tail}",
+            expected="-1, -0.5", tolerance="p >= ALPHA", uncertainty=[round(s["tail_se0"], 4), round(s["tail_se14"], 4)]),
         ledger.Claim(
-            id="A-thm4.2-supercritical", paper="A", where="Thm 4.2 (discussion)",
-            statement=r"For $\eta_L \gg \sqrt L$ ($\alpha = 3/4$) the tokens leave the neighbourhood of $u_1$ as $L$ "
-                      r"grows, while $\alpha = 1/2$ stays at a finite level",
-            verdict=ledger.verdict(bool(super_ok)),
-            measured=f"slope {fmt(s34, 2)} (alpha=3/4), {fmt(s12, 2)} (alpha=1/2); level at L={result['depths'][-1]} "
-                     f"{fmt(level34, 2)} (uniform {fmt(result['uniform_level'])})",
-            expected=f"slope > {SUPER_SLOPE}; |slope(1/2)| < {CRITICAL_FLAT}", tolerance=f"level > {SUPER_LEVEL_RATIO:g}x critical"),
+            id="A-thm4.2-supercritical", paper="A", where="Sec. 4.1.1 (discussion of Thm 4.2)",
+            statement=r"Our reading of an expectation the paper places outside its theorem: for $\eta_L \gg \sqrt L$ "
+                      r"($\alpha = 3/4$) the fluctuations dominate the drift, so the deviation grows with $L$, while at "
+                      r"$\alpha = 1/2$ it stays at the finite level of (21)",
+            quote=r"If $\eta_{L}\gg\sqrt{L}$ , the perturbative homogenization argument no longer applies. We expect the random "
+                  r"LoRA fluctuations to dominate the pretrained drift",
+            basis="reading",
+            test="Kendall trend test at ALPHA, one-sided, that the alpha = 3/4 deviation rises with L; two-sided z test at "
+                 "ALPHA that the alpha = 1/2 slope is 0",
+            verdict=ledger.cases({"alpha = 3/4 rises": ledger.significant(s["rise_p34"], against=s["rise_against34"],
+                                                                         needed=s["rise_needed34"]),
+                                  "alpha = 1/2 stays level": ledger.consistent(s["flat_p12"])}),
+            measured=f"slope {fmt(s['slope34'], 2)} (alpha=3/4, Kendall p {fmt(s['rise_p34'], 2)}), {fmt(s['slope12'], 2)} +- "
+                     f"{fmt(s['slope_se12'], 1)} (alpha=1/2); level at L={s['L_max']} {fmt(s['level34_last'], 2)}, "
+                     f"{fmt(s['level_ratio'], 2)}x the alpha=1/2 level (uniform {fmt(s['uniform_level'])}; printed, "
+                     f"not judged: {SUPER_LEVEL_RATIO:g}x)",
+            expected="rises; flat", tolerance="p vs ALPHA"),
         ledger.Claim(
             id="A-sec4.1.1-supercritical-sync", paper="A", where="Sec. 4.1.1 (discussion of Thm 4.2)",
-            statement=r"For $\eta_L \gg \sqrt L$ ($\alpha = 3/4$) the tokens synchronise around a strongly random moving "
-                      "direction",
-            verdict=sync, measured=f"spread/displacement {fmt(sp34 / di34, 2)}, displacement {fmt(di34, 2)} at L={result['depths'][-1]}",
-            expected=f"spread/displacement < {SYNC_RATIO:g}", tolerance=f"displacement > {fmt(DISP_STRONG)} (uniform: 2/3)"),
+            statement=r"Our reading of an expectation outside the theorem: for $\eta_L \gg \sqrt L$ ($\alpha = 3/4$) the "
+                      r"tokens synchronise (their spread contracts below its initial value) around a strongly random "
+                      r"direction (the displacement of their mean direction is that of a uniformly random direction)",
+            quote="potentially leading to synchronization around a strongly random moving direction, but this regime is "
+                  "outside the scope of the theorem.",
+            basis="reading",
+            test="the spread at the last layer against the expected initial spread (n - 1)(d - 1) delta0^2 (margin in "
+                 "decades); two-sided z test at ALPHA of the mean displacement against 1 - 1/d, the mean for a uniformly "
+                 "random direction (its standard deviation known exactly)",
+            verdict=ledger.cases({"synchronised": ledger.verdict(s["spread34"], s["spread_start"]),
+                                  "random direction": ledger.consistent(s["disp_p"])}),
+            measured=f"spread {fmt(s['spread34'], 2)} (start {fmt(s['spread_start'], 2)}), displacement {fmt(s['disp34'], 3)} "
+                     f"at L={s['L_max']}; spread/displacement {fmt(s['spread_ratio34'], 2)} (printed, not judged: "
+                     f"{SYNC_RATIO:g})",
+            expected=f"spread < start; displacement {fmt(s['uniform_disp'], 3)}", tolerance="p >= ALPHA",
+            uncertainty=round(s["disp_se"], 4)),
     ]

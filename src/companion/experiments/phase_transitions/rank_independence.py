@@ -9,20 +9,18 @@ from typing import Any
 
 import numpy as np
 import torch
+from scipy import stats
 
-from ... import ledger
+from ... import inference, ledger
 from ...models.layer_maps import adapter_chain, near_u1
-from ...registry import PaperScale, claims_for, experiment
+from ...registry import PaperScale, claims_for, experiment, summary_for
 from ...report import fmt
 from ...style import COLORS, MIN_FONT
 from ...theory import lora_depth as th
 from ._shared import F64, _gen, _plot_ax, window_mean
 
-__all__ = ["RankIndependenceConfig", "rank_independence", "rank_independence_claims", "plot_rank_independence"]
-
-# Rank independence: every pair of levels within 3 combined standard errors.
-RANK_Z = 3.0
-
+__all__ = ["RankIndependenceConfig", "rank_independence", "rank_independence_claims", "rank_independence_summary",
+           "plot_rank_independence"]
 
 @dataclasses.dataclass(frozen=True)
 class RankIndependenceConfig:
@@ -128,6 +126,35 @@ def rank_independence(cfg: RankIndependenceConfig, generator: torch.Generator, d
             "eq21": th.stationary_deviation(lam, cfg.kappa, n), "kappa": cfg.kappa, "d": d, "n": n, "L": L, "per_rank": per}
 
 
+@summary_for("phase-rank-independence")
+def rank_independence_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Every number the chapter and :func:`rank_independence_claims` read: the stationary level per rank
+    with its standard error, Cochran's homogeneity test of equal levels (``p``; the ranks are drawn
+    independently, seed + j, so the levels are independent), the largest difference of levels
+    (``effect``, ``effect_se``, ``effect_rel`` relative to the mean level, ``max_z`` in combined
+    standard errors, printed), and ``detectable``: the difference of two levels a two-sided test at
+    ALPHA would detect with 80 % power at these standard errors.
+
+    Examples
+    --------
+    >>> r = {"ranks": [1, 4, 16], "levels": np.array([0.873, 0.867, 0.846]), "se": np.array([0.0065, 0.0066, 0.0062]),
+    ...      "eq21": 0.789, "L": 512, "per_rank": 1000}
+    >>> s = rank_independence_summary(r)
+    >>> s["p"] < 0.01, round(s["effect"], 3), round(s["max_z"], 2), round(s["detectable"], 3)
+    (True, 0.027, 3.01, 0.025)
+    """
+    levels, se = np.asarray(result["levels"], dtype=float), np.asarray(result["se"], dtype=float)
+    per = int(result["per_rank"])
+    test = inference.homogeneity(levels, se, n=per)
+    k = (stats.norm.isf(ledger.ALPHA / 2) + stats.norm.ppf(inference.POWER))
+    return {"ranks": [int(r) for r in result["ranks"]], "levels": [float(x) for x in levels], "se": [float(x) for x in se],
+            "p": test.p, "effect": test.effect, "effect_se": test.se, "effect_rel": test.effect / float(levels.mean()),
+            "max_z": _max_pair_z(levels, se), "detectable": float(k * test.se), "needed": test.needed,
+            "eq21": float(result["eq21"]), "L": int(result["L"]), "per_rank": per, "same": test.p >= ledger.ALPHA,
+            "levels_text": ", ".join(f"{x:.3f}" for x in levels),
+            "same_word": "equal within their errors" if test.p >= ledger.ALPHA else "not equal within their errors"}
+
+
 def _max_pair_z(levels: Any, se: Any) -> float:
     """The largest ``|level_a - level_b| / sqrt(se_a^2 + se_b^2)`` over pairs: levels, se (R,), R >= 2."""
     levels, se = np.asarray(levels, dtype=float), np.asarray(se, dtype=float)
@@ -137,21 +164,37 @@ def _max_pair_z(levels: Any, se: Any) -> float:
 
 @claims_for("phase-rank-independence")
 def rank_independence_claims(result: dict[str, Any], cfg: RankIndependenceConfig) -> list[ledger.Claim]:
-    """Sec. 4.1 / Fig. 2: at fixed kappa every pair of ranks gives the same level within :data:`RANK_Z`
-    combined standard errors.
+    """Sec. 4.1 / Sec. 5: at fixed kappa the stationary level does not depend on the rank, judged as a
+    null (:func:`ledger.consistent`) by the homogeneity test of :func:`rank_independence_summary`.
 
     Examples
     --------
-    >>> r = {"levels": np.array([0.865, 0.809, 0.857]), "se": np.array([0.021, 0.027, 0.024]), "ranks": [1, 4, 16]}
+    >>> r = {"levels": np.array([0.865, 0.809, 0.857]), "se": np.array([0.021, 0.027, 0.024]), "ranks": [1, 4, 16],
+    ...      "eq21": 0.789, "L": 32, "per_rank": 80}
     >>> [c.status for c in rank_independence_claims(r, RankIndependenceConfig())]
     ['reproduced']
     >>> [c.status for c in rank_independence_claims(dict(r, levels=np.array([0.865, 0.6, 0.857])), RankIndependenceConfig())]
     ['not-reproduced']
     """
-    z = _max_pair_z(result["levels"], result["se"])
-    ranks = ", ".join(str(int(r)) for r in result["ranks"])
+    s = rank_independence_summary(result)
+    ranks = ", ".join(str(r) for r in s["ranks"])
     return [ledger.Claim(
-        id="A-rank-independence", paper="A", where="Sec. 4.1 / Fig. 2",
-        statement=rf"At fixed $\kappa$, ranks {ranks} give the same deviation within error bars",
-        verdict=ledger.verdict(z, RANK_Z), measured=f"max z {fmt(z, 2)}", expected=f"< {RANK_Z:g}", tolerance=RANK_Z,
-        uncertainty="z in combined standard errors")]
+        id="A-rank-independence", paper="A", where="Sec. 4.1.1, Sec. 5 / Fig. 2",
+        statement=rf"Our reading of \"essentially insensitive to the rank\" (predicted by Theorem 4.2, whose level depends "
+                  rf"on $\kappa$ only): at fixed $\kappa$, random adapters of ranks {ranks} leave the same stationary level",
+        quote="when the low-rank updates are random, forgetting is essentially insensitive to the rank: this is predicted "
+              "by Theorem 4.2.",
+        basis="reading",
+        test=f"Cochran's homogeneity test at ALPHA of equal levels (independent draws per rank, standard errors over the "
+             f"samples), judged as the paper's null; at these errors it detects a difference of {fmt(s['detectable'], 2)} "
+             f"between two ranks ({fmt(100 * s['detectable'] / s['levels'][0], 2)} % of the level) with 80 % power. "
+             "'Essentially' leaves open how large a rank effect the paper allows, hence a reading",
+        verdict=ledger.consistent(s["p"]),
+        measured=f"levels {', '.join(fmt(x, 4) for x in s['levels'])}; largest difference {fmt(s['effect'], 2)} "
+                 f"({fmt(100 * s['effect_rel'], 2)} %), max pairwise z {fmt(s['max_z'], 2)}",
+        expected="equal levels", tolerance="p >= ALPHA", uncertainty=f"s.e. {fmt(max(s['se']), 2)}; p {fmt(s['p'], 2)}",
+        why="" if s["same"] else
+        (f"at L = {s['L']} with {s['per_rank']} samples per rank the levels differ (p {fmt(s['p'], 2)}): the largest "
+         f"difference, {fmt(s['effect'], 2)} or {fmt(100 * s['effect_rel'], 2)} % of the level, is about the smallest this "
+         f"run can detect ({fmt(s['detectable'], 2)}). A rank effect this small may be what the paper's 'essentially' "
+         "allows, and Theorem 4.2's level is a large-L statement; so this is our reading, not the paper's failure."))]
