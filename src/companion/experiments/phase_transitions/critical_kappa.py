@@ -213,7 +213,7 @@ def critical_kappa_summary(result: dict[str, Any]) -> dict[str, Any]:
     ...      "q": np.array([0.0335, 0.0658, 0.136, 0.27]), "q_se": np.array([0.0004, 0.0009, 0.0018, 0.0035]),
     ...      "eq21": np.array([0.0331, 0.0658, 0.13, 0.2535]), "D4": np.array([2.70, 2.73, 2.80, 2.92]),
     ...      "bingham": np.array([0.0334, 0.067, 0.1345, 0.2718]), "fig8_spread": 4e-8, "fig8_spread_t0": 0.035,
-    ...      "fig8_disp": 0.086, "spread_rate": np.array([1.995, 1.99, 1.98, 1.96]), "C_S": np.array([2.0025, 2.005, 2.01, 2.02]),
+    ...      "fig8_disp": 0.086, "spread_rate": np.array([1.995, 1.99, 1.98, 1.97]), "C_S": np.array([2.0025, 2.005, 2.01, 2.02]),
     ...      "relax_rate": np.array([0.1, 0.5, 0.92, 0.99]), "relax_rate_se": np.array([0.2, 0.05, 0.02, 0.03]),
     ...      "D7_rate": np.array([0.504, 0.508, 0.515, 0.53]), "config": {"fig8_kappa": 0.02}}
     >>> s = critical_kappa_summary(r)
@@ -230,6 +230,7 @@ def critical_kappa_summary(result: dict[str, Any]) -> dict[str, Any]:
         out[key], out[key + "_se"] = [float(x) for x in q / p], [float(x) for x in q_se / p]
     out["p21"] = [inference.estimate(out["r21"][i], out["r21_se"][i], 1.0).p for i in range(SMALL_KAPPAS)]
     out["pB"] = [inference.estimate(out["rB"][i], out["rB_se"][i], 1.0).p for i in range(len(kappas))]
+    out["eq21_word"] = "holds" if min(out["p21"]) >= ledger.ALPHA else "does not hold"
     D4 = np.asarray(result["D4"], dtype=float)
     out["pD4"] = [inference.estimate(float(q[i]), float(q_se[i]), float(D4[i])).p for i in range(SMALL_KAPPAS)]
     out["D4_factor"] = float(D4[0] / q[0])
@@ -277,7 +278,7 @@ def critical_kappa_claims(result: dict[str, Any], cfg: CriticalKappaConfig) -> l
     ...      "q": np.array([0.0335, 0.0658, 0.136, 0.27]), "q_se": np.array([0.0004, 0.0009, 0.0018, 0.0035]),
     ...      "eq21": np.array([0.0331, 0.0658, 0.13, 0.2535]), "D4": np.array([2.70, 2.73, 2.80, 2.92]),
     ...      "bingham": np.array([0.0334, 0.067, 0.1345, 0.2718]), "fig8_spread": 4e-8, "fig8_spread_t0": 0.035,
-    ...      "fig8_disp": 0.086, "spread_rate": np.array([1.995, 1.99, 1.98, 1.96]), "C_S": np.array([2.0025, 2.005, 2.01, 2.02]),
+    ...      "fig8_disp": 0.086, "spread_rate": np.array([1.995, 1.99, 1.98, 1.97]), "C_S": np.array([2.0025, 2.005, 2.01, 2.02]),
     ...      "relax_rate": np.array([0.1, 0.5, 0.92, 0.99]), "relax_rate_se": np.array([0.2, 0.05, 0.02, 0.03]),
     ...      "D7_rate": np.array([0.504, 0.508, 0.515, 0.53]), "config": {"fig8_kappa": 0.02}}
     >>> [c.status for c in critical_kappa_claims(r, CriticalKappaConfig())]

@@ -200,7 +200,9 @@ def depth_transition_summary(result: dict[str, Any]) -> dict[str, Any]:
             "exit_count": k, "exit_fraction": k / n, "exit_p": test.p, "exit_against": test.against, "exit_needed": test.needed,
             "exit_lag_median": float(np.median((exit_b - T_delta)[left])) if k else math.nan,
             "dist_b_median": float(np.median(np.asarray(result["dist_b_at_T_delta"], dtype=float))),
-            "hull_excess": float(result["hull_excess"])}
+            "hull_excess": float(result["hull_excess"]),
+            "bound_where": "every" if ok.any() and np.max(exit_a[ok] / bound_a[ok]) <= BOUND_RATIO else "not every",
+            "spare": float(1.0 / np.max(exit_a[ok] / bound_a[ok])) if ok.any() else math.nan}
 
 
 @claims_for("phase-depth-transition")

@@ -213,9 +213,11 @@ def eps_sweep_summary(result: dict[str, Any]) -> dict[str, Any]:
             "eps_star_max": float(found.max()) if found.size else math.nan,
             "eps_star_median": float(np.median(found)) if found.size else math.nan,
             "eps_star_range": f"{found.min():.3g} to {found.max():.3g}" if found.size else "nowhere",
+            "eps_star_where": "every initial condition" if found.size == es.size else f"{found.size} of {es.size} initial conditions",
             "eps_min": float(np.min(result["epss"])), "eps_count": int(np.size(result["epss"])),
             "fit_max": float(np.max(result["fit_eps"])) if np.size(result["fit_eps"]) else math.nan,
-            "worst": float(np.max(exits[okb] / bound[okb])) if okb.any() else math.nan, "pairs": int(okb.sum())}
+            "worst": float(np.max(exits[okb] / bound[okb])) if okb.any() else math.nan, "pairs": int(okb.sum()),
+            "bound_where": "every" if okb.any() and np.max(exits[okb] / bound[okb]) <= BOUND_RATIO else "not every"}
 
 
 @claims_for("phase-eps-sweep")

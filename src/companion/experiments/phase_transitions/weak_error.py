@@ -191,7 +191,20 @@ def weak_error_summary(result: dict[str, Any]) -> dict[str, Any]:
             "slope": float(result["slope"]), "slope_se": float(result["slope_se"]),
             "tail": tail["slope"], "tail_se": tail["slope_se"], "tail_from": tail["from"],
             "rate_p": inference.estimate(tail["slope"], tail["slope_se"], -1.0, "greater").p,
-            "scaled_min": float(scaled.min()), "scaled_max": float(scaled.max())}
+            "scaled_min": float(scaled.min()), "scaled_max": float(scaled.max()),
+            "rank_z_max": _rank_z(result)}
+
+
+def _rank_z(result: dict[str, Any]) -> float:
+    """The largest |rank-r error - Gaussian error| at the depths of ``rank_depths``, in combined standard errors
+    (nan where no rank depth is also a judged depth)."""
+    depths = [int(L) for L in result["depths"]]
+    err, se = np.asarray(result["error"], dtype=float), np.asarray(result["error_se"], dtype=float)
+    rank_err = np.asarray(result.get("rank_error", []), dtype=float)
+    rank_se = np.asarray(result.get("rank_error_se", []), dtype=float)
+    z = [abs(rank_err[k] - err[depths.index(int(L))]) / math.hypot(rank_se[k], se[depths.index(int(L))])
+         for k, L in enumerate(result.get("rank_depths", [])) if int(L) in depths]
+    return float(max(z)) if z else math.nan
 
 
 @claims_for("phase-weak-error")
