@@ -22,30 +22,26 @@ through :func:`companion.integrate.simulate`; the sphere runs use :func:`compani
 """
 from __future__ import annotations
 
-from .cluster_limit import (CENSORED_FRACTION, FLOOR_FRACTION, TREND_SIGMA, ClusterLimitConfig, cluster_limit,
-                            cluster_limit_claims, plot_cluster_limit)
-from .hminus1 import PARTLY_SIGMA, TOL_SIGMA, Hminus1Config, hminus1, hminus1_claims, plot_hminus1
+from .cluster_limit import ClusterLimitConfig, cluster_limit, cluster_limit_claims, cluster_limit_summary, plot_cluster_limit
+from .hminus1 import Hminus1Config, hminus1, hminus1_claims, hminus1_summary, plot_hminus1
 from .linear_rates import (BETAS, KMAX_RESOLUTION, LinearRatesConfig, kmax_resolution, linear_rates, linear_rates_claims,
-                           plot_linear_rates)
-from .ln_n import (PARTLY_LN_N, TOL_LN_N, LnNConfig, joint_fit, ln_n, ln_n_assemble, ln_n_claims, ln_n_grid, ln_n_point,
-                   plot_ln_n)
-from .long_run import REACHED_FRACTION, LongRunConfig, long_run, long_run_claims, plot_long_run
-from .official import (MOST_SEEDS, OFFICIAL_FRACTION, TOL_CENTRE, TRANSIENT_BETAS, OfficialConfig, official,
-                       official_claims, plot_official, transient_phase)
-from .pde import PARTLY_W1, TOL_W1, PdeConfig, pde, pde_claims, plot_pde
-from .sphere import SphereConfig, plot_sphere, sphere, sphere_claims
-from ._common import PARTLY_RATE, TOL_RATE
+                           linear_rates_summary, plot_linear_rates)
+from .ln_n import (LnNConfig, joint_fit, ln_n, ln_n_assemble, ln_n_claims, ln_n_grid, ln_n_point, ln_n_summary, plot_ln_n)
+from .long_run import LongRunConfig, long_run, long_run_claims, long_run_summary, plot_long_run
+from .official import (TOL_CENTRE, TRANSIENT_BETAS, OfficialConfig, official, official_claims, official_summary,
+                       plot_official, transient_phase)
+from .pde import PdeConfig, pde, pde_claims, pde_summary, plot_pde
+from .sphere import SphereConfig, plot_sphere, sphere, sphere_claims, sphere_summary
+from ._common import TOL_RATE
 
 __all__ = [
-    "LinearRatesConfig", "linear_rates", "plot_linear_rates", "linear_rates_claims", "kmax_resolution",
-    "LnNConfig", "ln_n", "ln_n_point", "ln_n_assemble", "ln_n_grid", "joint_fit", "plot_ln_n", "ln_n_claims",
-    "OfficialConfig", "official", "plot_official", "official_claims", "transient_phase", "TRANSIENT_BETAS", "MOST_SEEDS",
-    "LongRunConfig", "long_run", "plot_long_run", "long_run_claims",
-    "PdeConfig", "pde", "plot_pde", "pde_claims",
-    "SphereConfig", "sphere", "plot_sphere", "sphere_claims",
-    "Hminus1Config", "hminus1", "plot_hminus1", "hminus1_claims",
-    "ClusterLimitConfig", "cluster_limit", "plot_cluster_limit", "cluster_limit_claims",
-    "BETAS", "KMAX_RESOLUTION", "TOL_RATE", "PARTLY_RATE", "TOL_LN_N", "PARTLY_LN_N", "OFFICIAL_FRACTION", "TOL_CENTRE",
-    "REACHED_FRACTION", "TOL_W1", "PARTLY_W1", "TOL_SIGMA", "PARTLY_SIGMA", "TREND_SIGMA", "FLOOR_FRACTION",
-    "CENSORED_FRACTION",
+    "LinearRatesConfig", "linear_rates", "plot_linear_rates", "linear_rates_claims", "linear_rates_summary", "kmax_resolution",
+    "LnNConfig", "ln_n", "ln_n_point", "ln_n_assemble", "ln_n_grid", "joint_fit", "plot_ln_n", "ln_n_claims", "ln_n_summary",
+    "OfficialConfig", "official", "plot_official", "official_claims", "official_summary", "transient_phase", "TRANSIENT_BETAS",
+    "LongRunConfig", "long_run", "plot_long_run", "long_run_claims", "long_run_summary",
+    "PdeConfig", "pde", "plot_pde", "pde_claims", "pde_summary",
+    "SphereConfig", "sphere", "plot_sphere", "sphere_claims", "sphere_summary",
+    "Hminus1Config", "hminus1", "plot_hminus1", "hminus1_claims", "hminus1_summary",
+    "ClusterLimitConfig", "cluster_limit", "plot_cluster_limit", "cluster_limit_claims", "cluster_limit_summary",
+    "BETAS", "KMAX_RESOLUTION", "TOL_RATE", "TOL_CENTRE",
 ]

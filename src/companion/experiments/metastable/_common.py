@@ -11,9 +11,8 @@ import torch
 
 # Growth rates (metastable-linear-rates, metastable-sphere): neglected quadratic terms are O(N^-1/2)
 # relative, and with N = 2e4 and 2 trials the fitted slopes scatter by several per cent; 15 % is that
-# error with room, 30 % still the right shape.
+# error with room (the method's error, not a paper's number: both rows are our derivations).
 TOL_RATE = 0.15
-PARTLY_RATE = 0.30
 
 
 def ensemble_generator(generator: torch.Generator, seed: int, offset: int) -> torch.Generator:

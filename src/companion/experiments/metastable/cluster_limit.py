@@ -23,19 +23,10 @@ from ...theory.metastable import (dominant_mode_quantiles, gamma_k, k_max, linea
 from ...perf import threads
 from ._common import ensemble_generator
 
-__all__ = ["ClusterLimitConfig", "cluster_limit", "plot_cluster_limit", "cluster_limit_claims", "cluster_limit_summary", "TREND_SIGMA",
-           "FLOOR_FRACTION", "CENSORED_FRACTION"]
+__all__ = ["ClusterLimitConfig", "cluster_limit", "plot_cluster_limit", "cluster_limit_claims", "cluster_limit_summary"]
 
-# A trend in N is judged by its z-score, the fitted slope over its standard error (from the trial to
-# trial scatter): the predicted sign beyond 3 standard errors is reproduced, the opposite sign beyond 3
-# contradicts the claim, and in between this size of run does not resolve it (partly).
-TREND_SIGMA = 3.0
-# The W1 measurement is taken when the dominant-mode solution f itself sits within a third of the
-# smallest measured distance of the cluster measure: otherwise it measures f's unfinished collapse.
-FLOOR_FRACTION = 1 / 3
-# Trials still holding k_max clusters at the horizon t1 have no plateau to average; beyond this
-# fraction at some N the mean plateau there is biased short.
-CENSORED_FRACTION = 0.1
+# Each trend in N is a declared one-sided Kendall tau test over all trials at ledger.ALPHA
+# (cluster_limit_summary); f's own distance and the fraction of trials censored at t1 are printed.
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,11 +15,7 @@ from ...metrics.hminus1 import hminus1_norm
 from ...registry import PaperScale, claims_for, experiment, summary_for
 from ...theory.metastable import hminus1_mean_square
 
-__all__ = ["Hminus1Config", "hminus1", "plot_hminus1", "hminus1_claims", "hminus1_summary", "TOL_SIGMA", "PARTLY_SIGMA"]
-
-# Kept for old imports; the row is a declared test at ledger.ALPHA now (hminus1_claims).
-TOL_SIGMA = 3.0
-PARTLY_SIGMA = 5.0
+__all__ = ["Hminus1Config", "hminus1", "plot_hminus1", "hminus1_claims", "hminus1_summary"]
 
 
 @dataclasses.dataclass(frozen=True)

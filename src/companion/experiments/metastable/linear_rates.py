@@ -16,7 +16,7 @@ from ...integrate import simulate
 from ...registry import PaperScale, claims_for, experiment, summary_for
 from ...theory.metastable import gamma_k, k_max, linear_time
 from ...perf import threads
-from ._common import PARTLY_RATE, TOL_RATE, ensemble_generator, rel_errors
+from ._common import TOL_RATE, ensemble_generator, rel_errors
 
 __all__ = ["LinearRatesConfig", "linear_rates", "plot_linear_rates", "linear_rates_claims", "linear_rates_summary", "kmax_resolution",
            "BETAS", "KMAX_RESOLUTION"]

@@ -22,13 +22,7 @@ from ...perf import threads
 from ...registry import PaperScale, claims_for, experiment, summary_for, sweep_point
 from ...theory.metastable import gamma_k, k_max, linear_time
 
-__all__ = ["LnNConfig", "ln_n", "ln_n_point", "ln_n_assemble", "ln_n_grid", "joint_fit", "plot_ln_n", "ln_n_claims", "ln_n_summary",
-           "TOL_LN_N", "PARTLY_LN_N"]
-
-# ln N law: the joint-fit coefficient of ln N within 15 % of 1/(2 gamma) (the fast profile's two
-# decades and few trials leave about that much), within 30 % partly.
-TOL_LN_N = 0.15
-PARTLY_LN_N = 0.30
+__all__ = ["LnNConfig", "ln_n", "ln_n_point", "ln_n_assemble", "ln_n_grid", "joint_fit", "plot_ln_n", "ln_n_claims", "ln_n_summary"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,10 +18,7 @@ from ...perf import threads
 from ...registry import PaperScale, claims_for, experiment, summary_for
 from ...theory.metastable import k_max
 
-__all__ = ["LongRunConfig", "long_run", "plot_long_run", "long_run_claims", "long_run_summary", "REACHED_FRACTION"]
-
-# Merging: at least half of the trials must reach k_max clusters for the plateau to be observed.
-REACHED_FRACTION = 0.5
+__all__ = ["LongRunConfig", "long_run", "plot_long_run", "long_run_claims", "long_run_summary"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,7 @@ from ...models import metastable as sphere_model
 from ...registry import PaperScale, claims_for, experiment, summary_for
 from ...theory.metastable import growth_rate, k_max
 from ...perf import threads
-from ._common import PARTLY_RATE, TOL_RATE, ensemble_generator, rel_errors
+from ._common import TOL_RATE, ensemble_generator, rel_errors
 
 __all__ = ["SphereConfig", "sphere", "plot_sphere", "sphere_claims", "sphere_summary"]
 
