@@ -27,7 +27,9 @@ def statuses(result) -> dict[str, str]:
 # ---------------------------------------------------------------- llm-random-adapters
 
 # The verdicts the chapter records (book/chapters/llm_probes.ipynb, fast profile).
-FIG2_VERDICTS = ["partly", "partly"]  # 3 ranks, 1 draw: the 95 % t-intervals straddle +5 % and x2; spread 1.24 +- 0.045 vs 1.25
+# 3 ranks, 1 draw: the 95 % t-intervals of the levels straddle +5 % or x2 (inconclusive), and one draw per rank leaves
+# nothing to test equal ranks against (inconclusive).
+FIG2_VERDICTS = ["inconclusive", "inconclusive"]
 
 
 @pytest.fixture(scope="module")
@@ -51,17 +53,20 @@ def test_random_adapter_claims(adapters):
     assert judged(sharp) == ["reproduced", "reproduced"]
     # The measured curves flattened (ln ratio / 10): the loss never doubles on the grid, no transition.
     assert judged(ppl0 * (c["ppl"] / ppl0) ** 0.1)[0] == "not-reproduced"
-    # Rank 64 reaching rank 1's loss at a 1.5 times smaller norm: the ranks differ.
+    # Rank 64 reaching rank 1's loss at a 1.5 times smaller norm, three draws each 1 % apart: the ranks differ.
     apart = np.vstack([c["ppl"][0], c["ppl"][0], np.exp(np.interp(np.log(norms * 1.5), np.log(norms), np.log(c["ppl"][0])))])
-    assert judged(apart)[1] == "not-reproduced"
+    wobble = np.exp(0.01 * np.array([-1.0, 0.0, 1.0]))[None, :, None]
+    drawn = dict(adapters, curves={"v_proj": dict(c, ppl=apart, ppl_draws=apart[:, None] * wobble)})
+    assert statuses(drawn)["A-fig2-rank-independence-smollm2"] == "not-reproduced"
 
 
 @pytest.mark.slow
 def test_random_adapter_claims_need_a_bracketed_transition(smollm2):
-    # Norms that never reach the transition: no doubling norm, both rows fail.
+    # Norms that never reach the transition: no doubling, the transition row fails; no doubling norm to compare the
+    # ranks at, the rank row cannot decide.
     small = lp.random_adapters(eval_blocks=1, block_len=64, ranks=(1, 64), norms=(0.5, 1.0))
     assert [statuses(small)[i] for i in ("A-fig2-norm-transition-smollm2", "A-fig2-rank-independence-smollm2")] == [
-        "not-reproduced", "not-reproduced"]
+        "not-reproduced", "inconclusive"]
 
 
 def _adapters(norms, ln_ratio, rng, draws=3, scatter=0.004):
@@ -97,12 +102,17 @@ def test_random_adapter_rows_can_fail_on_the_profile_grid(profile):
     assert rows(lambda n: 0.2 + math.log(2) * (n / mid) ** 6)[0] == "not-reproduced"
     # ... and when it falls back between two norms (not a monotone rise).
     assert rows(lambda n: math.log(2) * (n / mid) ** 6 * np.where(n == norms[-2], 0.1, 1.0))[0] == "not-reproduced"
-    # Rank 64 doubling at a 1.5 times smaller norm than ranks 1 and 8: the rank matters, the row fails.
+    # Rank 64 doubling at a 1.5 times smaller norm than ranks 1 and 8: with draws to compare (full), the null "the
+    # same for every rank" is rejected and the row fails; with one draw per rank (fast) it cannot decide.
     res = _adapters(norms, lambda n: math.log(2) * (n / mid) ** 6, rng, draws=draws, scatter=scatter)
     c = res["curves"]["v_proj"]
-    c["ppl_draws"][2] = 20.0 * np.exp(np.minimum(math.log(2) * (1.5 * norms / mid) ** 6, 10.0))
+    c["ppl_draws"][2] = 20.0 * np.exp(np.minimum(math.log(2) * (1.5 * norms / mid) ** 6, 10.0)) * np.exp(
+        scatter * rng.standard_normal((draws, norms.size)))
     c["ppl"] = np.exp(np.log(c["ppl_draws"]).mean(1))
-    assert [x.status for x in lp.random_adapters_claims(res, cfg)][1] == "not-reproduced"
+    assert [x.status for x in lp.random_adapters_claims(res, cfg)][1] == ("not-reproduced" if draws > 1 else "inconclusive")
+    # The same curve for every rank, draws scattered: the null stands (full), or cannot be tested (fast).
+    same = _adapters(norms, lambda n: math.log(2) * (n / mid) ** 6, rng, draws=draws, scatter=max(scatter, 0.004))
+    assert [x.status for x in lp.random_adapters_claims(same, cfg)][1] == ("reproduced" if draws > 1 else "inconclusive")
 
 
 def test_random_adapters_stored_under_draws_still_current():
@@ -136,7 +146,8 @@ def _statuses(res):
 @pytest.fixture
 def synthetic():
     rng = np.random.default_rng(0)
-    return {"runs": {1: _run(rng, forget=0.2, b_end=25), 4: _run(rng, forget=0.45, b_end=20)}, "layers": 30, "d": 576}
+    return {"runs": {1: _run(rng, forget=0.2, b_end=25), 4: _run(rng, forget=0.3, b_end=22), 16: _run(rng, forget=0.45, b_end=20),
+                     64: _run(rng, forget=0.6, b_end=18)}, "layers": 30, "d": 576}
 
 
 def test_training_claims_pass_on_a_model_that_behaves_as_the_paper_says(synthetic):
@@ -146,21 +157,28 @@ def test_training_claims_pass_on_a_model_that_behaves_as_the_paper_says(syntheti
 def test_training_claims_change_with_the_measurement(synthetic):
     rng = np.random.default_rng(1)
     runs = synthetic["runs"]
-    same = dict(synthetic, runs={1: runs[1], 4: _run(rng, forget=0.2, b_end=20)})  # equal forgetting per norm
-    assert _statuses(same)["A-fig3-rank-matters-smollm2"] == "not-reproduced"
+    # Every rank forgetting alike at one norm: the seeds order the ranks at random, Friedman cannot reject "the same".
+    same = dict(synthetic, runs={r: _run(rng, forget=0.3) for r in runs})
+    assert _statuses(same)["A-fig3-rank-matters-smollm2"] == "inconclusive"
     flat = dict(synthetic, runs={r: dict(run, align=np.full_like(run["align"], 0.9)) for r, run in runs.items()})  # below random
     s = _statuses(flat)
     assert s["A-align-random-baseline"] == "not-reproduced" and s["A-fig4-alignment-above-one-smollm2"] == "not-reproduced"
+    # Above 1 by far less than the random-subspace law's standard error (0.26 for r = 1 over 30 layers x 3 seeds):
+    # the z test cannot decide.
     barely = dict(synthetic, runs={r: dict(run, align=run["align"] * 0 + 1.004) for r, run in runs.items()})
-    assert _statuses(barely)["A-align-random-baseline"] == "partly"  # above 1, within its error: cannot decide
+    assert _statuses(barely)["A-align-random-baseline"] == "inconclusive"
     stuck = dict(synthetic, runs={r: dict(run, b_tau=np.full_like(run["b_tau"], 31)) for r, run in runs.items()})
-    assert _statuses(stuck)["A-fig6-bifurcation-depth-smollm2"] == "not-reproduced"  # no layer above tau (L + 1)
-    last = dict(synthetic, runs={r: dict(run, b_tau=np.full_like(run["b_tau"], 30)) for r, run in runs.items()})
-    assert _statuses(last)["A-fig6-bifurcation-depth-smollm2"] == "partly"  # the last layer only, never earlier
+    assert _statuses(stuck)["A-fig6-bifurcation-depth-smollm2"] == "inconclusive"  # never moves: no effect to see
+    later = {}
+    for r, run in runs.items():  # b_tau moving towards the output instead
+        b = run["b_tau"].copy()
+        b[:, 1], b[:, -1] = 5, 25
+        later[r] = dict(run, b_tau=b)
+    assert _statuses(dict(synthetic, runs=later))["A-fig6-bifurcation-depth-smollm2"] == "not-reproduced"
     falling = dict(synthetic, runs={r: dict(run, ppl_base=run["ppl_base"][:, ::-1].copy()) for r, run in runs.items()})
     assert _statuses(falling)["A-fig3-forgetting-vs-norm-smollm2"] == "not-reproduced"
-    anti = dict(synthetic, runs={r: dict(run, drift=run["drift"][::-1, :, :] * 0 + np.array([3.0, 2.0, 1.0])[:, None, None]
-                                          / (1 + 10 * (r == 4)))
+    # Within every seed, the rank that forgets most drifts least: the within-seed correlation is negative.
+    anti = dict(synthetic, runs={r: dict(run, drift=run["drift"] * 0 + np.array([3.0, 2.0, 1.0])[:, None, None] / (1 + np.log(r) + 0.1))
                                  for r, run in runs.items()})
     assert _statuses(anti)["A-drift-forgetting-correlation-smollm2"] == "not-reproduced"
 
@@ -179,7 +197,8 @@ def test_training_claims_on_one_seed_and_on_two(synthetic):
     assert all("no spread over seeds" in c.measured for c in rows)
     assert set(_statuses(first(2)).values()) != {"not-checkable"}  # two seeds: judged
     one = lp.training_summary(first(1))
-    assert one["fall_err"] == {1: 0.0, 4: 0.0} and one["b_end_err"] == {1: 0.0, 4: 0.0}  # one seed: no half-width
+    zero = {r: 0.0 for r in synthetic["runs"]}
+    assert one["fall_err"] == zero and one["b_end_err"] == zero and one["tests"] == {}  # one seed: no half-width, no test
 
 
 def test_training_rows_say_whether_the_fall_met_its_target(synthetic):
@@ -347,8 +366,8 @@ def test_indomain_rows_are_the_training_rows_under_their_own_ids(synthetic):
     rows = lp.training_indomain_claims(synthetic, lp.TrainingIndomainConfig())
     assert all("first 80 % of Hamlet" in c.statement for c in rows)
     rng = np.random.default_rng(1)
-    same = dict(synthetic, runs={1: synthetic["runs"][1], 4: _run(rng, forget=0.2, b_end=20)})  # the rank does not matter
-    assert both(same)[1]["A-fig3-rank-matters-smollm2-indomain"] == "not-reproduced"
+    same = dict(synthetic, runs={r: _run(rng, forget=0.3) for r in synthetic["runs"]})  # the rank does not matter
+    assert both(same)[1]["A-fig3-rank-matters-smollm2-indomain"] == "inconclusive"
     lazy = dict(synthetic, runs={**synthetic["runs"], 4: dict(synthetic["runs"][4], ppl_new=np.full((3, 5), 50.0))})
     assert set(both(lazy)[1].values()) == {"not-checkable"}  # a run that did not learn: no verdict
 
@@ -403,7 +422,7 @@ def test_llm_training_indomain_scores_the_tail_it_did_not_train_on(smollm2, tmp_
 
 # The verdicts the chapter records (book/chapters/llm_probes.ipynb, fast profile).
 SPECTRA_VERDICTS = {
-    "A-fig7-value-eigengap": "partly",  # gaps in 0.4 (SmolLM2) and 0.306 (MiniLM) of the heads: above Gaussian, not most
+    "A-fig7-value-eigengap": "reproduced",  # gaps in 0.4 (SmolLM2) and 0.306 (MiniLM) of the heads, above Gaussian heads' 0.15, 0.17
     "A-E4-value-assumption-rare": "reproduced",  # no head with a real nonnegative spectrum
     "A-E4-qk-rank-first-layer-low": "reproduced",  # resolved rank 0.151 of the cap against 0.768 in layers >= 3
     "A-E4-albert-llama2-spectra": "not-checkable",
@@ -411,7 +430,7 @@ SPECTRA_VERDICTS = {
 
 
 def test_spectra_claims_fail_on_random_models(tmp_path):
-    """Untrained (Gaussian) weights: no more eigengaps than Gaussian heads, no low first layer."""
+    """Untrained (Gaussian) weights: no more eigengaps than Gaussian heads (undecided), no low first layer (fails)."""
     from transformers import BertConfig, BertModel, LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
@@ -427,7 +446,8 @@ def test_spectra_claims_fail_on_random_models(tmp_path):
     assert dec["rank_resolved"].shape == (6,) and dec["cap_layer"] == 16 and (dec["noise_floor"] == 0).all()
     s = statuses(res)
     assert s["A-E4-qk-rank-first-layer-low"] == "not-reproduced"
-    assert s["A-fig7-value-eigengap"] == "not-reproduced"
+    # As many heads with a gap as Gaussian heads of their shape: the gap is not shown (nor significantly absent).
+    assert s["A-fig7-value-eigengap"] == "inconclusive"
     assert s["A-E4-albert-llama2-spectra"] == "not-checkable"
     import matplotlib
 
@@ -457,19 +477,24 @@ def test_spectra_claims_on_smollm2(smollm2_spectra):
     def with_dec(**kw):
         return dict(res, decoder=dict(dec, **kw))
 
-    # Assumption 3.2 met by many heads: the E.4.3 row fails.
-    assert statuses(with_dec(frac_heads_psd_like=2 * lp.FEW_HEADS))["A-E4-value-assumption-rare"] == "not-reproduced"
-    # Eigengaps: a decoder with none (every leading eigenvalue complex) fails; most heads with one in both models passes.
-    assert statuses(with_dec(gap=np.full_like(dec["gap"], -0.5)))["A-fig7-value-eigengap"] == "not-reproduced"
+    # Assumption 3.2 met by most heads of both models: the E.4.3 row fails.
+    assert statuses(dict(res, decoder=dict(dec, frac_heads_psd_like=0.9), encoder=dict(enc, frac_heads_psd_like=0.9)))[
+        "A-E4-value-assumption-rare"] == "not-reproduced"
+    # Eigengaps: a decoder with none (every leading eigenvalue complex) fails while the encoder holds: partly; both
+    # with none, not reproduced; most heads with one in both models passes.
+    assert statuses(with_dec(gap=np.full_like(dec["gap"], -0.5)))["A-fig7-value-eigengap"] == "partly"
+    none = {k: dict(res[k], gap=np.full_like(res[k]["gap"], -0.5)) for k in ("decoder", "encoder")}
+    assert statuses(dict(res, **none))["A-fig7-value-eigengap"] == "not-reproduced"
     most = {k: dict(res[k], gap=np.where(np.arange(res[k]["gap"].size).reshape(res[k]["gap"].shape) % 5 < 4, 0.3, -0.5),
                     gap_resampled=np.zeros((0,) + res[k]["gap"].shape)) for k in ("decoder", "encoder")}
     assert statuses(dict(res, **most))["A-fig7-value-eigengap"] == "reproduced"
-    # Ranks: a first layer as full as the median later layer fails; lower only at the central threshold is partly.
+    # Ranks: a first layer as full as the later layers once the threshold is lowered, or at it, fails (the threshold's
+    # band is the rank's numerical error: lower at every setting is needed).
     band, resolved = dec["rank_resolved_band"].copy(), dec["rank_resolved"].copy()
     later = np.median(resolved[2:])
-    band[0, 0] = int(np.median(band[0, 2:]))  # not lower once the threshold is lowered
-    assert statuses(with_dec(rank_resolved_band=band))["A-E4-qk-rank-first-layer-low"] == "partly"
-    resolved[0] = int(later)
+    band[0, 0] = int(np.median(band[0, 2:])) + 1  # above the later median once the threshold is lowered
+    assert statuses(with_dec(rank_resolved_band=band))["A-E4-qk-rank-first-layer-low"] == "not-reproduced"
+    resolved[0] = int(later) + 1
     assert statuses(with_dec(rank_resolved=resolved))["A-E4-qk-rank-first-layer-low"] == "not-reproduced"
 
 
@@ -491,7 +516,10 @@ def test_spectra_stored_under_former_field_names_still_current():
 @pytest.mark.slow
 def test_layer_repetition_claims(smollm2):
     res = lp.layer_repetition(blocks=1, block_len=32)
-    assert statuses(res) == {"A-E5-token-cosine-rises-smollm2": "partly"}
-    assert statuses(dict(res, natural=res["natural"][::-1].copy()))["A-E5-token-cosine-rises-smollm2"] == "not-reproduced"
-    once = lp.layer_repetition(blocks=1, block_len=32, times=1)  # no second pass: nothing rises after depth L
-    assert statuses(once) == {"A-E5-token-cosine-rises-smollm2": "not-reproduced"}
+    # Both inputs rise with depth and random words end higher; the level (below 0.9) is printed, not judged.
+    assert statuses(res) == {"A-E5-token-cosine-rises-smollm2": "reproduced"}
+    # News text falling with depth: one case of three fails.
+    assert statuses(dict(res, natural=res["natural"][::-1].copy()))["A-E5-token-cosine-rises-smollm2"] == "partly"
+    # Both falling, and news text ending above random words: every case fails.
+    down = dict(res, natural=res["random"][::-1] + 0.01, random=res["natural"][::-1].copy())
+    assert statuses(down) == {"A-E5-token-cosine-rises-smollm2": "not-reproduced"}

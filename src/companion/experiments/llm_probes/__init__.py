@@ -37,8 +37,8 @@ from .training import (PAPER_TRAINING, PROFILES_TRAINING, TrainingConfig, plot_t
                        plot_training_bridge, plot_training_drift, training, training_claims)
 from .training_indomain import (PAPER_INDOMAIN, PROFILES_INDOMAIN, TrainingIndomainConfig,
                                 plot_training_indomain, plot_training_indomain_alignment,
-                                plot_training_indomain_bridge, plot_training_indomain_drift, training_indomain,
-                                training_indomain_claims)
+                                plot_training_indomain_bridge, plot_training_indomain_drift, replicate_line,
+                                training_indomain, training_indomain_claims, training_indomain_summary)
 
 __all__ = [
     "CHAPTER", "NEW_HEAD",
@@ -52,6 +52,7 @@ __all__ = [
     "TrainingConfig", "PROFILES_TRAINING", "PAPER_TRAINING", "training", "training_claims", "plot_training",
     "plot_training_alignment", "plot_training_drift", "plot_training_bridge",
     "TrainingIndomainConfig", "PROFILES_INDOMAIN", "PAPER_INDOMAIN", "training_indomain", "training_indomain_claims",
+    "training_indomain_summary", "replicate_line",
     "plot_training_indomain", "plot_training_indomain_alignment", "plot_training_indomain_drift",
     "plot_training_indomain_bridge",
     # llm-spectra

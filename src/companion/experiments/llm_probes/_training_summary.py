@@ -102,7 +102,8 @@ def training_summary(result: dict[str, Any]) -> dict[str, Any]:
       does not vary);
     * ``seeds``; ``rho_min``, ``rho_max`` and the same for ``forgot``, ``align_start``, ``align_end``, ``fall``
       (ranges the prose quotes); ``low_ranks``: the ranks <= :data:`LOW_RANK`; ``align_rise0``: end - step 0;
-      ``align_zlaw``: (end - 1) over the random-subspace law's standard error;
+      ``align_zlaw``: (end - 1) over the random-subspace law's standard error; ``prop15_layers``: per rank, the
+      layers where condition (15) holds at the end (seed mean; where the runs measured its margin);
     * ``tests``: the declared tests the rows read (``Outcome``s of :mod:`companion.inference`, see
       :func:`_declared_tests`); empty with fewer than :data:`MIN_SEEDS` seeds.
 
@@ -189,6 +190,9 @@ def training_summary(result: dict[str, Any]) -> dict[str, Any]:
     for k in ("rho", "forgot", "align_start", "align_end", "fall"):  # ranges the prose quotes
         out[f"{k}_min"], out[f"{k}_max"] = float(min(out[k].values())), float(max(out[k].values()))
     out["low_ranks"] = [int(r) for r in ranks if int(r) <= LOW_RANK] or [int(ranks[0])]
+    # Prop. 3.3: layers where condition (15) holds at the end (seed mean per rank), where the runs measured it.
+    out["prop15_layers"] = {r: float((np.asarray(runs[r]["margin"])[:, -1] > 0).sum(-1).mean()) for r in ranks
+                            if "margin" in runs[r]}
     out["tests"] = _declared_tests(result, out, norms, forget, S) if S >= MIN_SEEDS else {}
     return out
 

@@ -316,7 +316,9 @@ def transition_shape(result: dict[str, Any], key: str = "v_proj") -> dict[str, A
 def random_adapters_summary(result: dict[str, Any], key: str = "v_proj") -> dict[str, Any]:
     """Every number Fig. 2's chapter section and rows read: :func:`adapter_summary` and, under ``shape``,
     :func:`transition_shape`; ``flat_min``, ``flat_max``, ``doubling_min``, ``doubling_max`` (over ranks);
-    ``ratio_first``, ``ratio_last``, ``ratio_top``: mean ppl/base at the smallest and the largest norm;
+    ``ratio_first``, ``ratio_last``: mean ppl/base at the smallest and the largest norm; ``ratio_low``,
+    ``ratio_top``: ``exp`` of ``shape``'s ``low`` and ``high`` (the levels the transition row judges);
+    ``exponent_low``, ``exponent_high``: the exponent minus and plus its error; ``base_v_norm``, ``tokens``, ``draws``;
     ``doubling_draws`` (R, D): the doubling norm of every draw, and ``rank_test``: the null "the same doubling
     norm for every rank" (one-way ANOVA of its logarithm over the draws, which are independent; None with one
     draw per rank or a draw that never doubles).
@@ -344,7 +346,9 @@ def random_adapters_summary(result: dict[str, Any], key: str = "v_proj") -> dict
     (flat_min, flat_max), (dbl_min, dbl_max) = lo_hi(s["flat_norm"]), lo_hi(s["doubling_norm"])
     out = dict(s, shape=t, flat_min=flat_min, flat_max=flat_max, doubling_min=dbl_min, doubling_max=dbl_max,
                ratio_first=float(np.exp(t["level"][0])), ratio_last=float(np.exp(t["level"][-1])),
-               ratio_top=float(np.exp(t["high"])))
+               ratio_low=float(np.exp(t["low"])), ratio_top=float(np.exp(t["high"])), exponent_low=s["exponent"] - s["exponent_err"],
+               exponent_high=s["exponent"] + s["exponent_err"], base_v_norm=float(result.get("mean_base_v_norm", math.nan)),
+               tokens=int(result.get("tokens", 0)), draws=int(result.get("draws", 1)))
     draws = np.asarray(c["ppl_draws"], float) / float(result["ppl0"]) if "ppl_draws" in c else None
     out["doubling_draws"], out["rank_test"] = None, None
     if draws is not None:
@@ -419,7 +423,7 @@ def random_adapters_claims(result: dict[str, Any], cfg: RandomAdaptersConfig) ->
                  f"interval over ranks and draws, and no fall between neighbouring norms beyond {DROP_SIGMA:g} standard "
                  "errors; the width of the rise is printed, not judged",
             verdict=shape,
-            measured=[s["ratio_first"], s["ratio_top"], t["max_drop"], "width +5 % to x2 (not judged)", s["width"]],
+            measured=[s["ratio_low"], s["ratio_top"], t["max_drop"], "width +5 % to x2 (not judged)", s["width"]],
             expected=[f"ppl/base <= {FLAT_RATIO:g} at the {PLATEAU_NORMS} smallest norms",
                       f"ppl/base >= {BROKEN_RATIO:g} at the largest",
                       f"largest fall between neighbouring norms <= {DROP_SIGMA:g} s.e.",

@@ -17,7 +17,7 @@ from .training import (ADDED, PAPER_TRAINING, PROFILES_TRAINING, TrainingConfig,
 
 __all__ = ["TrainingIndomainConfig", "PROFILES_INDOMAIN", "PAPER_INDOMAIN", "training_indomain",
            "training_indomain_claims", "plot_training_indomain", "plot_training_indomain_alignment",
-           "plot_training_indomain_drift", "plot_training_indomain_bridge"]
+           "plot_training_indomain_drift", "plot_training_indomain_bridge", "replicate_line"]
 
 # llm-training-indomain judges the same rows under ids of its own (the ledger's ids are unique), saying its data.
 _INDOMAIN_SUFFIX = "-indomain"
@@ -210,3 +210,32 @@ def training_indomain_claims(result: dict[str, Any], cfg: TrainingIndomainConfig
     'inconclusive'
     """
     return _training_rows(result, suffix=_INDOMAIN_SUFFIX, note=_INDOMAIN_NOTE)
+
+
+def replicate_line(result: dict[str, Any], root=None) -> str:
+    """What the chapter says of the latest stored replicate of ``llm-training-indomain`` (the same fine-tunes on
+    another processor, :mod:`companion.replicate`) against the stored ``result``: its processor and date, how many
+    runs part from the stored ones and where, and how many verdicts are the same (those that differ, listed);
+    ``"not done yet"`` without one.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> replicate_line({}, tempfile.mkdtemp())
+    'not done yet'
+    """
+    from ... import replicate, store
+
+    reps = replicate.replicates("llm-training-indomain", root)
+    if not reps:
+        return "not done yet"
+    label, rep, rep_meta = reps[-1]
+    stored_meta = store.load_run("llm-training-indomain", "full", root)[1]
+    rows, runs = replicate.verdicts(stored_meta, rep_meta), replicate.training_runs(result, rep)
+    parted = replicate.departures(runs)
+    changed = [f"{v['id']} {v['stored']} -> {v['replica']}, measured {v['measured'][0]} -> {v['measured'][1]}"
+               for v in rows if v["stored"] != v["replica"]]
+    return (f"{replicate.processor_of(rep_meta, root)}, {rep_meta['created'][:10]}: {len(parted)} of {len(runs)} runs part "
+            "from the stored ones" + (f" (first apart at step {parted[0]} to {parted[-1]})" if parted else "")
+            + f", and {len(rows) - len(changed)} of {len(rows)} verdicts are the same"
+            + (f" ({'; '.join(changed)})" if changed else ""))
