@@ -234,6 +234,8 @@ def aniso_adapters_summary(result: dict[str, Any]) -> dict[str, Any]:
                tail_worst=float(tail[j]), tail_worst_se=float(tail_se[j]))
     out.update(tail_depths=[int(depths[-2]), int(depths[-1])], tail_slope=tail, tail_se=tail_se,
                tail_p=np.array([_two_sided(t, e, 0.0) for t, e in zip(tail, tail_se)]),
+               tail_word="consistent with 0" if all(_two_sided(t, e, 0.0) >= ledger.ALPHA for t, e in zip(tail, tail_se))
+               else "not consistent with 0",
                slope=np.asarray(result["scaling_slope"], float), slope_se=np.asarray(result["scaling_slope_se"], float))
     return out
 

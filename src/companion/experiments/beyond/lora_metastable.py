@@ -374,6 +374,7 @@ def lora_metastable_summary(result: dict[str, Any]) -> dict[str, Any]:
         "frac_merged": _share(merged_above[al]), "control_runs": int(formed[:, ctrl].sum()),
         "frac_ended": _share(ended_ctrl[formed[:, ctrl]]), "pairs": int(keep.sum()),
         "plateau_b": int((e_state & ~m_state).sum()), "plateau_c": int((m_state & ~e_state).sum()),
+        "reverse_word": "never the reverse" if not (m_state & ~e_state).any() else f"the reverse in {int((m_state & ~e_state).sum())}",
     }
 
 
