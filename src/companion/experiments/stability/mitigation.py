@@ -16,10 +16,8 @@ from ...theory import lora
 from ._shared import CHAPTER, CLUSTER_RADIUS, FULL33, NOTE33, base_matrix, run_pairs
 from .prop33 import Prop33Config
 
-__all__ = ["MitigationConfig", "mitigation", "mitigation_claims", "mitigation_summary", "plot_mitigation", "MITIGATION_PARTLY", "MOVED"]
+__all__ = ["MitigationConfig", "mitigation", "mitigation_claims", "mitigation_summary", "plot_mitigation", "MOVED"]
 
-# Kept for old imports only: the row no longer grades a fraction (see mitigation_claims).
-MITIGATION_PARTLY = 0.5
 # A cluster has moved when its mean distance to u1 at T exceeds the single-linkage cluster radius 1e-2
 # (trials close to a crossing converge slowly: a kept one may still be 1e-4 away at T).
 MOVED = CLUSTER_RADIUS

@@ -17,12 +17,9 @@ from ...report import fmt
 from ...theory import lora
 from ._shared import CHAPTER, bound_verdict, unit_op
 
-__all__ = ["Prop31Config", "prop31", "prop31_claims", "prop31_summary", "plot_prop31_wasserstein", "TOL_LINEAR_EPS",
+__all__ = ["Prop31Config", "prop31", "prop31_claims", "prop31_summary", "plot_prop31_wasserstein",
            "SLACK_HOLDS", "TOL_RATIO69"]
 
-# How far the fitted log-log exponent of W2 in eps sits from 1: printed in the row, it decides nothing
-# (the paper states W2 <= c eps; the row tests the local exponent at the two smallest sizes, see prop31_claims).
-TOL_LINEAR_EPS = 0.05
 # A bound "holds" when the measured W2 is below it: slack log10(bound / W2) >= 0 decades.
 SLACK_HOLDS = 0.0
 # Eq. (69) compares two W2 of the same tokens: a ratio above 1 + 1e-9 is a violation, not rounding.

@@ -17,14 +17,11 @@ from ...theory import lora
 from ._shared import CHAPTER, FULL33, NOTE33, TOL_RATE_REL, base_matrix, run_pairs
 
 __all__ = ["Prop33Config", "prop33", "prop33_claims", "prop33_summary", "plot_prop33_families", "plot_prop33_map", "within_rate",
-           "drift_ratio", "drift_matches_limit", "CONVERGENCE_PARTLY", "BOUND16_CONSTANT", "BOUND16_PARTLY", "TOL_RATE_ABS"]
+           "drift_ratio", "drift_matches_limit", "BOUND16_CONSTANT", "TOL_RATE_ABS"]
 
-# Kept for old imports only: the convergence row is a yes/no check now (every case under (15) within the rate).
-CONVERGENCE_PARTLY = 0.5
 # Bound (16) is judged with constant 1, derived in the chapter (a proof, not a pass mark); the paper's
-# "lesssim" leaves the constant unstated. BOUND16_PARTLY is kept for old imports only.
+# "lesssim" leaves the constant unstated.
 BOUND16_CONSTANT = 1.0
-BOUND16_PARTLY = math.inf
 # Comparisons with Lemma C.13's rate and bound (16) allow float64 rounding: relative
 # (:data:`TOL_RATE_REL`), then absolute; a bound (16) below it is rounding noise, not compared.
 TOL_RATE_ABS = 1e-9

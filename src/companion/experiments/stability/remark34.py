@@ -18,13 +18,8 @@ from ...theory import lora
 from ._shared import CHAPTER, FULL33, NOTE33, base_matrix
 from .prop33 import Prop33Config
 
-__all__ = ["Remark34Config", "remark34", "remark34_claims", "remark34_summary", "plot_remark34_ranks", "TOL_REMARK34", "REMARK34_PARTLY"]
+__all__ = ["Remark34Config", "remark34", "remark34_claims", "remark34_summary", "plot_remark34_ranks"]
 
-# Remark 3.4's "\\simeq" is leading order in the drift theta = |u1 - u1~|: its relative error is judged against
-# theta itself, per rank (the size of the terms beyond leading order). These two numbers are kept for old
-# imports only; they decide nothing.
-TOL_REMARK34 = 0.1
-REMARK34_PARTLY = 0.3
 
 
 @dataclasses.dataclass(frozen=True)
