@@ -98,6 +98,7 @@ def test_correlation_within_blocks_can_fail():
     x, y = 5 * blocks + rng.normal(0, 1, 12), 5 * blocks + rng.normal(0, 1, 12)
     assert inference.correlation(x, y).p < 0.01 and inference.correlation(x, y, blocks=blocks).p > 0.05
 
+
 def test_homogeneity_can_fail():
     """Cochran's Q from group means and standard errors: calibrated under equal means, powerful against a
     shift of 3 standard errors, and equal to the closed form for two groups (Q = z^2, so p = 2 (1 - Phi(|z|)):
@@ -111,3 +112,13 @@ def test_homogeneity_can_fail():
     assert abs(inference.homogeneity([0.0, 2.0], [1.0 / np.sqrt(2)] * 2).p - 0.0455) < 1e-3
     assert ledger.consistent(inference.homogeneity([1.0, 1.01, 0.99], [0.01] * 3).p).status == "reproduced"
     assert ledger.consistent(inference.homogeneity([1.0, 1.0, 0.9], [0.01] * 3).p).status == "not-reproduced"
+
+
+def test_matches_can_fail():
+    """matches: estimates at their values pass; one estimate far off fails; the Bonferroni factor counts."""
+    ok = inference.matches([2.0, 3.01, 5.99], [0.05, 0.05, 0.05], [2.0, 3.0, 6.0], dof=3)
+    assert ledger.consistent(ok.p).status == "reproduced"
+    off = inference.matches([2.0, 3.5, 6.0], [0.05, 0.05, 0.05], [2.0, 3.0, 6.0], dof=3)   # 10 s.e. off, t with 3 dof
+    assert ledger.consistent(off.p).status == "not-reproduced"
+    one = inference.matches([2.2], [0.05], [2.0], dof=3).p
+    assert abs(inference.matches([2.2, 3.0], [0.05, 0.05], [2.0, 3.0], dof=3).p - min(1.0, 2 * one)) < 1e-12

@@ -261,6 +261,31 @@ def estimate(value: float, se: float, expected: float = 0.0, alternative: str = 
                    trials_needed(int(n), zd) if zd > 0 else None)
 
 
+def matches(estimates: Sequence[float], ses: Sequence[float], expected: Sequence[float], dof: int) -> Outcome:
+    """Outcome of the null "every estimate equals its expected value" (estimates, ses, expected: (m,);
+    each standard error from ``dof`` degrees of freedom, e.g. a mean over ``dof + 1`` seeds): a two-sided
+    Student t test per estimate (:func:`scipy.stats.t`), combined by Bonferroni (m times the smallest p,
+    valid however the estimates depend on each other, e.g. computed from the same samples). ``effect``
+    and ``se`` are those of the estimate with the smallest p. Undirected: judge it with
+    :func:`companion.ledger.consistent`.
+
+    Examples
+    --------
+    >>> matches([1.99, 3.02, 6.01], [0.05, 0.04, 0.1], [2.0, 3.0, 6.0], dof=3).p > 0.5     # within 1 s.e. each
+    True
+    >>> matches([1.99, 3.3, 6.01], [0.05, 0.04, 0.1], [2.0, 3.0, 6.0], dof=3).p < 0.05      # one 7.5 s.e. off
+    True
+    """
+    e, s, v = _finite(estimates, "estimates", 1), _finite(ses, "ses", 1), _finite(expected, "expected", 1)
+    if not (e.shape == s.shape == v.shape) or not (s > 0).all():
+        raise ValueError(f"matches: need one standard error > 0 and one expected value per estimate, got {e.size}, {s.size}, {v.size}")
+    if isinstance(dof, bool) or int(dof) != dof or dof < 1:
+        raise ValueError(f"matches: dof must be an integer >= 1, got {dof!r}")
+    p = 2 * stats.t.sf(np.abs(e - v) / s, int(dof))
+    i = int(p.argmin())
+    return Outcome(float(min(1.0, e.size * p[i])), None, float(e[i] - v[i]), float(s[i]), int(dof) + 1, None)
+
+
 def correlation(x: Sequence[float], y: Sequence[float], blocks: Sequence[Any] | None = None,
                 alternative: str = "greater") -> Outcome:
     """Pearson correlation test that ``y`` rises (``"greater"``) or falls with ``x`` (x, y: (n,)). Where

@@ -104,16 +104,26 @@ def test_figure3_small_two_phases(fig3):
 def test_figure3_claims_follow_the_measurement(fig3):
     assert statuses(fig3) == {"B-fig3-phase1-E": "reproduced", "B-fig3-phase2-F": "reproduced"}
     i3 = int(np.argmin(abs(fig3["ts"] - ex.PHASE1_TIME)))
+    # a level of ours is no longer a verdict: 0.9 at both seeds (past the old 0.95) is still concentration
     lagging = fig3["align_E"].copy()
-    lagging[i3] = 1.0 - 2 * ex.TOL_PHASE1  # alignment with E moved past its tolerance
+    lagging[i3] = 1.0 - 2 * ex.TOL_PHASE1
+    assert statuses(dict(fig3, align_E=lagging))["B-fig3-phase1-E"] == "reproduced"
+    # less aligned with E than the uniform law (mean 0.205 +- 0.005 against 1/3, t = -25.7 with 1 dof,
+    # one-sided p = 0.012): the opposite of concentration
+    lagging[i3] = [0.2, 0.21]
     assert statuses(dict(fig3, align_E=lagging))["B-fig3-phase1-E"] == "not-reproduced"
     # the wrong subspace: alignment with E (which the tokens have left at the end) in place of F
     assert statuses(dict(fig3, align_F=fig3["align_E"]))["B-fig3-phase2-F"] == "not-reproduced"
 
 
 def test_figure3_claims_fail_on_a_run_stopped_in_the_metastable_phase():
-    early = ex.figure3(trials=1, n=20, t1=4.0)  # t = 4 < log(100): still on E, not yet on F
+    early = ex.figure3(trials=2, n=20, t1=4.0)  # t = 4 < log(100): still on E, |P_F x|^2 near 0, below 1/3
     assert statuses(early) == {"B-fig3-phase1-E": "reproduced", "B-fig3-phase2-F": "not-reproduced"}
+
+
+def test_figure3_one_seed_cannot_be_tested_over_seeds():
+    st = {c.id: (c.status, c.needed) for c in judge(ex.figure3(trials=1, n=20, t1=4.0))}
+    assert st["B-fig3-phase1-E"] == ("inconclusive", 2)
 
 
 # ----------------------------------------------------------------------------- Figure 4
@@ -121,23 +131,23 @@ def test_figure3_claims_fail_on_a_run_stopped_in_the_metastable_phase():
 
 @pytest.fixture(scope="module")
 def fig4():
-    return ex.beta_comparison(betas=(10.0, 100.0, 1000.0), trials=2, n=40, t1=12.0)
+    return ex.beta_comparison(betas=(10.0, 30.0, 100.0, 300.0, 1000.0), trials=2, n=40, t1=12.0)
 
 
 def test_beta_comparison_claims_follow_the_measurement(fig4):
     st = statuses(fig4)
     assert {k: st[k] for k in ("B-fig4-exit-logbeta", "B-fig4-zero-temp-no-phase2")} == {
         "B-fig4-exit-logbeta": "reproduced", "B-fig4-zero-temp-no-phase2": "reproduced"}
-    lb = np.log(fig4["betas"])
-    # exit times that do not grow with beta (the measured ones, reversed, with their errors)
-    rev = fits.line_fit(lb, fig4["mean_exit"][::-1], se=fig4["exit_se"][::-1])
-    assert statuses(dict(fig4, fit_se=rev))["B-fig4-exit-logbeta"] == "not-reproduced"
-    # the same slope measured with seeds so scattered that it is only 2.5 standard errors above 0
-    noisy = dict(fig4["fit_se"], slope_se=fig4["fit_se"]["slope"] / 2.5)
-    assert statuses(dict(fig4, fit_se=noisy))["B-fig4-exit-logbeta"] == "partly"
-    # one seed: no standard error, so no verdict on the slope
+    # exit times that fall as beta grows (the measured ones, reversed): the opposite direction
+    assert statuses(dict(fig4, exit_times=fig4["exit_times"][::-1]))["B-fig4-exit-logbeta"] == "not-reproduced"
+    # exit times rising at every seed (Kendall tau = 1 over 5 betas: exact one-sided p = 1/120 per seed;
+    # two seeds pooled by Stouffer: z = 2 * 2.394 / sqrt(2) = 3.39, p = 3.5e-4) whatever their slope
+    rising = np.array([[1.0, 1.0], [1.01, 1.02], [1.02, 1.03], [1.05, 1.04], [1.06, 1.07]])
+    rows = {c.id: c for c in judge(dict(fig4, exit_times=rising))}
+    assert rows["B-fig4-exit-logbeta"].status == "reproduced" and rows["B-fig4-exit-logbeta"].margin == 2.1
+    # two betas: no trend to test
     one = ex.beta_comparison(betas=(10.0, 1000.0), trials=1, n=10, t1=10.0)
-    assert one["fit_se"] is None and statuses(one)["B-fig4-exit-logbeta"] == "not-reproduced"
+    assert statuses(one)["B-fig4-exit-logbeta"] == "not-checkable"
     # the "beta = inf" curve taken from a finite-beta run: it has a second phase
     assert statuses(dict(fig4, w2_inf=fig4["w2"][:, 0]))["B-fig4-zero-temp-no-phase2"] == "not-reproduced"
 
@@ -152,11 +162,14 @@ def _window_curves(fig4, floor, shift=0.0):
 
 def test_cor4_window_start_is_judged_on_its_shape(fig4):
     row = lambda w: {c.id: c for c in judge(dict(fig4, w2=w))}["B-cor4-window-start"]  # noqa: E731
-    good = row(_window_curves(fig4, 1e-3))  # t_in = log(1/eps) at every beta, eps over 2 decades
-    assert good.status == "reproduced" and abs(good.measured["slope_largest_beta"] - 1) < 0.25  # 1 far from the floor
-    assert row(_window_curves(fig4, 0.3)).status == "partly"  # the same shape, eps over less than a decade
-    assert row(_window_curves(fig4, 1e-3, shift=0.5)).status == "not-reproduced"  # the start depends on beta
-    assert row(_window_curves(fig4, 0.6)).status == "not-reproduced"  # no window below 0.7 at any beta
+    good = row(_window_curves(fig4, 1e-3))  # t_in = log(1/eps) at every beta, 1 far from the floor
+    assert abs(good.measured["slope_largest_beta"] - 1) < 0.25
+    narrow = row(_window_curves(fig4, 0.3))  # levels over less than a decade: no shape can be told
+    assert narrow.status == "inconclusive" and "needed" in narrow.why and narrow.measured["eps_span"] < ex.COR4_RANGE
+    # a start that moves with beta is printed in paired standard errors; Cor. 4 says nothing of it
+    moved = row(_window_curves(fig4, 0.3, shift=0.5))
+    assert moved.status == "inconclusive" and moved.measured["t_in_shift_in_paired_se"] > 10
+    assert row(_window_curves(fig4, 0.6)).status == "not-checkable"  # no window below 0.7 at any beta
     out = ex.cor4_window(fig4["ts"], _window_curves(fig4, 1e-3), fig4["betas"])
     assert out["t_in"].shape == (len(fig4["betas"]), ex.COR4_POINTS)
     with pytest.raises(ValueError, match="w2 must be"):
@@ -236,24 +249,35 @@ def test_zero_temperature_rate_small(zero):
 
 
 def test_zero_temperature_rate_claims_follow_the_measurement(zero):
-    ids = ["B-cor2-bound", "B-cor2-rate-gap", "B-lemma9-pi-invariant", "B-prop8-vp-decay"]
-    assert statuses(zero) == dict(dict.fromkeys(ids, "reproduced"), **{"B-lemma7-w2-vp": "not-checkable"})
+    ids = ["B-cor2-bound", "B-cor2-rate-gap", "B-lemma9-pi-invariant", "B-prop8-vp-decay", "B-lemma7-w2-vp"]
+    assert statuses(zero) == dict.fromkeys(ids, "reproduced")
     assert zero["general"]["dim_E"] == 2 and zero["general"]["offdiag"] > 0.1  # where Lemma 9 has content
     over = dict(zero, small=dict(zero["small"], bound_ratio={1.0: 1.2}))
     assert statuses(over)["B-cor2-bound"] == "not-reproduced"
     # the wrong prediction: p = 1 for the density as well (Assumption 2 forbids it for dim E = 1)
-    assert statuses(dict(zero, predicted_mean_field=2.0))["B-cor2-rate-gap"] == "not-reproduced"
+    assert statuses(dict(zero, predicted_mean_field=2.0))["B-cor2-rate-gap"] == "partly"  # that regime fails, the other holds
     drift = dict(zero, general=dict(zero["general"], pi_drift=1e-6))
     assert statuses(drift)["B-lemma9-pi-invariant"] == "not-reproduced"
-    slow = dict(zero, general=dict(zero["general"], prop8_ratio={0.5: 1.05}))
+    slow = dict(zero, general=dict(zero["general"], prop8_ratio={0.5: 1.05}))  # 5 % above, Euler allows 1 %
     assert statuses(slow)["B-prop8-vp-decay"] == "not-reproduced"
+    loose = dict(zero, general=dict(zero["general"], lemma7_ratio={1.0: 1.1}))  # W2 above sqrt(2 V_p)
+    assert statuses(loose)["B-lemma7-w2-vp"] == "not-reproduced"
+
+
+def _curves(zero, name, rate):
+    return dict(zero[name], w2=np.exp(-rate * zero["ts"])[:, None] * np.ones_like(zero[name]["w2"]))
 
 
 def test_cor2_rate_is_judged_as_a_bound(zero):
     # Corollary 2 bounds W2 from above: a decay faster than its rate agrees with it, a slower one does not
-    assert statuses(dict(zero, rate_mean_field=3.0, rate_late=5.0))["B-cor2-rate-gap"] == "reproduced"
-    assert statuses(dict(zero, rate_late=1.5))["B-cor2-rate-gap"] == "not-reproduced"  # 0.75 of gamma
-    assert statuses(dict(zero, rate_mean_field=0.85))["B-cor2-rate-gap"] == "not-reproduced"
+    fast = dict(zero, large=_curves(zero, "large", 3.0), small=_curves(zero, "small", 5.0))
+    assert statuses(fast)["B-cor2-rate-gap"] == "reproduced"
+    # exactly exponential at 0.75 of gamma: no drift inside the window, so the error is Euler's r dt / 2 = 1 %
+    slow = dict(zero, small=_curves(zero, "small", 1.5))
+    row = {c.id: c for c in judge(slow)}["B-cor2-rate-gap"]
+    assert row.status == "partly" and row.why.endswith("fails: finite n")
+    assert row.tolerance["finite_n"] == pytest.approx(0.01, rel=1e-4)
+    assert statuses(dict(zero, large=_curves(zero, "large", 0.85)))["B-cor2-rate-gap"] in ("partly", "not-reproduced")
     rows = {c.id: c for c in judge(zero)}
     assert set(rows["B-cor2-rate-gap"].measured) == {"mean_field", "finite_n"}  # the ratios stay printed
     assert rows["B-cor2-rate-gap"].uncertainty.startswith("rate over the bound's rate, range over seeds")
@@ -284,7 +308,7 @@ def test_general_pair_refuses_small_d():
 
 @pytest.fixture(scope="module")
 def conj():
-    return ex.conjecture1(trials=1, n=40)
+    return ex.conjecture1(trials=2, n=40)
 
 
 def test_conjecture1_claims_follow_the_measurement(conj):
@@ -295,7 +319,7 @@ def test_conjecture1_claims_follow_the_measurement(conj):
 
 
 def test_conjecture1_claims_fail_before_the_terminal_phase():
-    early = ex.conjecture1(trials=1, n=20, t1=3.0)  # still concentrated on E = span(e1)
+    early = ex.conjecture1(trials=4, n=20, t1=3.0)  # still concentrated on E = span(e1)
     st = statuses(early)
     assert st["B-conj1-F"] == "not-reproduced" and st["B-conj1-Fabs"] == "not-reproduced"
 
@@ -305,23 +329,26 @@ def test_conjecture1_claims_fail_before_the_terminal_phase():
 
 @pytest.fixture(scope="module")
 def grad():
-    return ex.gradient_flow(trials=1, n=40)
+    return ex.gradient_flow(trials=4, n=40)
 
 
 def test_gradient_flow_claims_follow_the_measurement(grad):
     st = statuses(grad)
     assert {k: st[k] for k in ("B-appC3-min-small-beta", "B-appC3-min-zero-temp")} == {
         "B-appC3-min-small-beta": "reproduced", "B-appC3-min-zero-temp": "reproduced"}
-    assert st["B-fig8-mid-E-then-F"] in ("reproduced", "partly")  # E first, then F (partly: no full phase on E)
+    # E first is clear at n = 40; "then F" is not significant over 4 seeds when one of them is still on E at t = 30
+    assert st["B-fig8-mid-E-then-F"] in ("reproduced", "inconclusive")
     swapped = dict(grad, small=grad["inf"], inf=grad["small"], mid=grad["inf"])  # each run judged as another
     assert set(statuses(swapped).values()) == {"not-reproduced"}
-    # straight to F (the small-beta run): never a phase on E, so "first E, then F" fails
-    assert statuses(dict(grad, mid=grad["small"]))["B-fig8-mid-E-then-F"] == "not-reproduced"
+    # the small-beta run rises briefly towards E on its way to F (peak near 0.48): the declared test, which
+    # has no level of ours, reads that as E first, then F; the printed marks tell the two regimes apart
+    row = {c.id: c for c in judge(dict(grad, mid=grad["small"]))}["B-fig8-mid-E-then-F"]
+    assert row.status == "reproduced" and row.measured["peak_E_worst_seed"] < ex.MID_E_LEVEL
 
 
 def test_gradient_flow_claims_fail_at_a_larger_beta():
-    # beta = 30 is not "small": at t = 30 the tokens are not one Dirac on F yet
-    st = statuses(ex.gradient_flow(trials=1, n=40, beta_small=30.0))
+    # beta = 30 is not "small": at t = 30 the tokens are not one cluster on F yet
+    st = statuses(ex.gradient_flow(trials=4, n=40, beta_small=30.0))
     assert st["B-appC3-min-small-beta"] == "not-reproduced" and st["B-appC3-min-zero-temp"] == "reproduced"
 
 
@@ -350,10 +377,10 @@ def test_laplace_claims_follow_the_measurement(lap):
     # the wrong model for each row: the law with a hole judged as the positive density, and the reverse
     hole_as_positive = dict(lap, fit_rate=fits.line_fit(np.log(lap["rate"]), np.log(lap["hole_err"])))
     assert statuses(hole_as_positive)["B-lemma5-laplace-rate"] == "not-reproduced"
-    positive_as_hole = dict(lap, hole_err=lap["err"][:, 0])
+    positive_as_hole = dict(lap, hole_err=lap["err"].min(axis=1))  # below the worst direction's error
     assert statuses(positive_as_hole)["B-lemma5-assumption3-needed"] == "not-reproduced"
-    # the hole's error moved past its tolerance (10 % above the limit 1 - cos r)
-    assert statuses(dict(lap, hole_err=lap["hole_err"] * 1.1))["B-lemma5-assumption3-needed"] == "not-reproduced"
+    # the match with the limit 1 - cos r is printed, not judged: 10 % above it is still a poor approximation
+    assert statuses(dict(lap, hole_err=lap["hole_err"] * 1.1))["B-lemma5-assumption3-needed"] == "reproduced"
 
 
 # ----------------------------------------------------------------------------- App. C.3, Figs. 6, 7, 9
@@ -361,7 +388,7 @@ def test_laplace_claims_follow_the_measurement(lap):
 
 @pytest.fixture(scope="module")
 def gfb():
-    return ex.gradient_flow_beta(betas=(0.1, 100.0), trials=1, n=40)
+    return ex.gradient_flow_beta(betas=(0.1, 100.0), trials=4, n=40)
 
 
 def test_gradient_flow_beta_physics(gfb):
@@ -376,20 +403,25 @@ def test_gradient_flow_beta_physics(gfb):
 
 def test_gradient_flow_beta_claims_follow_the_measurement(gfb):
     st = statuses(gfb)
-    assert st == {"B-fig6-max-small-beta-dirac": "reproduced", "B-fig6-max-large-beta-near-pi": "reproduced",
-                  "B-fig7-nsd-pi-every-beta": "partly", "B-fig7-nsd-large-beta-optimal": "reproduced",
-                  "B-fig9-min-pd-large-beta-only": "reproduced"}
-    # each figure judged with another figure's run (the wrong model): every row fails
-    ratio = np.full_like(gfb["fig6"]["energy_ratio"], 0.5)
-    swapped = dict(gfb, fig6=dict(gfb["fig9"], energy_ratio=ratio, pi_energy_ratio=np.ones((2, 1))),
-                   fig7=dict(gfb["fig9"], energy_ratio=ratio), fig9=gfb["fig6"])
-    assert set(statuses(swapped).values()) == {"not-reproduced"}
-    # the small-beta energy ratio moved past its tolerance, and every token kept on its pole (switching 0)
-    low = gfb["fig6"]["energy_ratio"].copy()
-    low[-1, 0] = 1 - 2 * ex.TOL_ENERGY
-    assert statuses(dict(gfb, fig6=dict(gfb["fig6"], energy_ratio=low)))["B-fig6-max-small-beta-dirac"] == "not-reproduced"
-    kept = dict(gfb["fig7"], switched=np.zeros_like(gfb["fig7"]["switched"]))
-    assert statuses(dict(gfb, fig7=kept))["B-fig7-nsd-pi-every-beta"] == "reproduced"
+    assert st == dict.fromkeys(("B-fig6-max-small-beta-dirac", "B-fig6-max-large-beta-near-pi", "B-fig7-nsd-pi-every-beta",
+                                "B-fig7-nsd-large-beta-optimal", "B-fig9-min-pd-large-beta-only"), "reproduced")
+    f6, f7, f9 = gfb["fig6"], gfb["fig7"], gfb["fig9"]
+    # Fig. 6, small beta ending below the energy of Pi_# mu_0 (two poles, not one Dirac)
+    low = f6["energy_ratio"].copy()
+    low[-1, 0] = f6["pi_energy_ratio"][0] - [0.01, 0.02, 0.015, 0.012]
+    assert statuses(dict(gfb, fig6=dict(f6, energy_ratio=low)))["B-fig6-max-small-beta-dirac"] == "not-reproduced"
+    # the betas swapped: large beta now optimal and farther from Pi_# mu_0 (Figs. 6 and 9)
+    flip = lambda r, *keys: dict(r, **{k: r[k][:, ::-1] for k in keys})  # noqa: E731
+    assert statuses(dict(gfb, fig6=flip(f6, "energy_ratio", "w2")))["B-fig6-max-large-beta-near-pi"] == "not-reproduced"
+    assert statuses(dict(gfb, fig9=flip(f9, "align", "w2")))["B-fig9-min-pd-large-beta-only"] == "not-reproduced"
+    # time reversed in Fig. 7: W2 grows at every beta, the energy falls
+    back = dict(f7, w2=f7["w2"][::-1], energy_ratio=f7["energy_ratio"][::-1])
+    st7 = statuses(dict(gfb, fig7=back))
+    assert st7["B-fig7-nsd-pi-every-beta"] == "not-reproduced" and st7["B-fig7-nsd-large-beta-optimal"] == "not-reproduced"
+    # the fraction of tokens switching pole is printed, not judged (it shrinks like n^-1/2: finite size)
+    for switched in (0.0, 0.5):
+        kept = dict(f7, switched=np.full_like(f7["switched"], switched))
+        assert statuses(dict(gfb, fig7=kept))["B-fig7-nsd-pi-every-beta"] == "reproduced"
 
 
 def test_gradient_flow_beta_refuses_bad_matrices():
@@ -415,9 +447,9 @@ def test_eigen_consensus_claims_follow_the_measurement(eig):
     # the wrong model: the field at a non-eigenvector in place of the eigenvectors'
     bad = dict(eig, field=np.repeat(eig["field_non_eigen"][:, None, :], 3, axis=1))
     assert statuses(bad)["B-appB-eigen-stationary"] == "not-reproduced"
-    # the wrong eigenvector called top (the unstable e1-consensus), and rates moved 10 % off the linearisation
+    # the wrong eigenvector called top (the unstable e1-consensus); rates 10 % off our linearisation are printed only
     assert statuses(dict(eig, top=1))["B-appB-top-consensus-stable"] == "not-reproduced"
-    assert statuses(dict(eig, mode_rates=eig["mode_rates"] * 1.1))["B-appB-top-consensus-stable"] == "partly"
+    assert statuses(dict(eig, mode_rates=eig["mode_rates"] * 1.1))["B-appB-top-consensus-stable"] == "reproduced"
 
 
 def test_eigen_consensus_refuses_bad_split():
@@ -440,8 +472,8 @@ def test_hardmax_claims_follow_the_measurement(hm):
     zt = models.ZeroTemperature(B=ex.FIG3_B, V=ex.FIG3_V)
     same = (simulate(zt, x0, 1.0, method="euler", dt=0.01).final - simulate(zt, x0, 1.0, method="euler", dt=0.01).final).norm()
     assert statuses(dict(hm, gap=np.full(4, float(same))))["B-appC1-hardmax-not-alg2"] == "not-reproduced"
-    # a gap that shrank like n^-0.7 (past the exponent's tolerance): partly
-    assert statuses(dict(hm, exponent=0.5 + 2 * ex.TOL_HARDMAX_EXP))["B-appC1-hardmax-not-alg2"] == "partly"
+    # the exponent (derived, n^-1/2) is printed, not judged: the schemes still differ
+    assert statuses(dict(hm, exponent=0.5 + 2 * ex.TOL_HARDMAX_EXP))["B-appC1-hardmax-not-alg2"] == "reproduced"
 
 
 def test_a_result_stored_under_the_former_field_names_still_plots_and_judges(hm):

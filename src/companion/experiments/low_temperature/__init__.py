@@ -15,7 +15,7 @@ function, whose thresholds are the constants of its module. What several share (
 matrices, the batched run, Theorem 1's rate thresholds) is in ``_shared``; every public name is
 re-exported here.
 """
-from ._shared import FIG3_B, FIG3_V, RATE_SLOPE, TOL_RATE_SLOPE, RATE_R2, simulate_betas
+from ._shared import FIG3_B, FIG3_V, RATE_SLOPE, TOL_RATE_SLOPE, RATE_R2, UNIFORM_LINE, simulate_betas
 from .figure3 import Figure3Config, figure3, plot_figure3, figure3_claims, PHASE1_TIME, TOL_PHASE1, TOL_PHASE2
 from .beta_comparison import (BetaComparisonConfig, beta_comparison, plot_beta_comparison, beta_comparison_claims,
     EXIT_R2, EXIT_Z, EXIT_Z_PARTLY, NO_PHASE2_W2, MONOTONE_SLACK, COR4_EPS_MAX, COR4_FLOOR_FACTOR, COR4_POINTS, COR4_RANGE,
@@ -35,7 +35,7 @@ from .eigen_consensus import (EigenConsensusConfig, eigen_consensus, plot_eigen_
     TOL_STATIONARY, TOL_CONSENSUS_RATE)
 from .assumptions_example import (AssumptionsExampleConfig, assumptions_example, plot_assumptions_example,
     assumptions_example_claims, tail_index, TOL_EXAMPLE_Z)
-from .hardmax import (HardmaxConfig, hardmax, plot_hardmax, hardmax_claims, HARDMAX_GAP_FLOOR, HARDMAX_EXPONENT,
+from .hardmax import (HardmaxConfig, hardmax, plot_hardmax, hardmax_claims, HARDMAX_GAP_FLOOR, HARDMAX_ROUNDING, HARDMAX_EXPONENT,
     TOL_HARDMAX_EXP)
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "RATE_SLOPE",
     "TOL_RATE_SLOPE",
     "RATE_R2",
+    "UNIFORM_LINE",
     "simulate_betas",
     "Figure3Config",
     "figure3",
@@ -128,6 +129,7 @@ __all__ = [
     "plot_hardmax",
     "hardmax_claims",
     "HARDMAX_GAP_FLOOR",
+    "HARDMAX_ROUNDING",
     "HARDMAX_EXPONENT",
     "TOL_HARDMAX_EXP",
     "AssumptionsExampleConfig",

@@ -14,7 +14,7 @@ from ...integrate import simulate
 from ...registry import get
 from ...theory import low_temperature as lt
 
-__all__ = ["FIG3_B", "FIG3_V", "RATE_SLOPE", "TOL_RATE_SLOPE", "RATE_R2", "simulate_betas"]
+__all__ = ["FIG3_B", "FIG3_V", "RATE_SLOPE", "TOL_RATE_SLOPE", "RATE_R2", "UNIFORM_LINE", "simulate_betas"]
 
 F64 = torch.float64
 
@@ -25,8 +25,11 @@ FIG3_B = init.diagonal((-1.0, -1.0, 1.0))
 # Thm. 1's rate (and Lemma 5's): the log-log slope of the distance against sqrt(log(beta+1)/beta) must
 # be >= 1 ("at least as fast"), within TOL_RATE_SLOPE for the fit over four betas; the fit must be a line.
 RATE_SLOPE = 1.0
-TOL_RATE_SLOPE = 0.1
-RATE_R2 = 0.9
+TOL_RATE_SLOPE = 0.1  # printed beside the slope, no longer deciding (the paper gives the exponent, not a tolerance)
+RATE_R2 = 0.9  # printed beside the slope, no longer deciding
+# Mean |P x|^2 of the uniform law on S^2 for a line (one axis): 1/3. "The tokens concentrate on / align
+# with a line" is tested as an effect against this value, the law with no concentration at all.
+UNIFORM_LINE = 1.0 / 3.0
 
 
 def simulate_betas(B, V, betas: Sequence[float], x0: torch.Tensor, t1: float, *, dt: float = 0.01, save_at=None, method: str = "euler"):
@@ -95,3 +98,67 @@ def config_of(result) -> Any:
     """The config a result was computed with, as today's config dataclass (a stored result's former
     field names, the registry's ``renamed``, read as today's): what a plot reads its parameters from."""
     return get(str(result["experiment"])).config_of(result)
+
+
+def seeds_test(test, *samples, **kw) -> Any:
+    """``test(*samples, **kw)`` (a test over seeds from :mod:`companion.inference`), or None when the
+    first argument, the per-seed values, holds fewer than two seeds: no test over seeds can be made.
+
+    Examples
+    --------
+    >>> from ... import inference
+    >>> seeds_test(inference.mean_effect, [0.9], UNIFORM_LINE) is None
+    True
+    """
+    if np.asarray(samples[0], dtype=float).size < 2:
+        return None
+    return test(*samples, **kw)
+
+
+def effect(o) -> Any:
+    """The ledger verdict of an effect the paper states, from a :class:`companion.inference.Outcome`:
+    :func:`companion.ledger.significant` with its ``p``, ``against`` and ``needed``; inconclusive,
+    needing a second seed, where no test could be made (``o`` None: one seed).
+
+    Examples
+    --------
+    >>> effect(None).status, effect(None).needed
+    ('inconclusive', 2)
+    >>> from ... import inference
+    >>> effect(inference.mean_effect([0.9, 0.95, 0.99, 0.97], UNIFORM_LINE)).status
+    'reproduced'
+    >>> effect(inference.mean_effect([0.3, 0.35, 0.31, 0.34], UNIFORM_LINE)).status   # no concentration
+    'inconclusive'
+    """
+    from ... import ledger
+
+    if o is None:
+        return ledger.Verdict("inconclusive", needed=2, why="needed: at least 2 seeds for a test over seeds")
+    p = 1.0 if not math.isfinite(o.p) else o.p  # a test with no variation to rank (a constant series): no evidence
+    against = None if o.against is None else (1.0 if not math.isfinite(o.against) else o.against)
+    return ledger.significant(p, against=against, needed=o.needed)
+
+
+def p_value(o) -> str:
+    """A test's one-sided p in words (``o`` None: one seed, no test).
+
+    Examples
+    --------
+    >>> p_value(None)
+    'n/a (one seed)'
+    """
+    return "n/a (one seed)" if o is None else f"{o.p:.2g}"
+
+
+def p_text(o) -> str:
+    """A test's outcome in words for a row's ``uncertainty``: its effect, standard error, p and n.
+
+    Examples
+    --------
+    >>> from ... import inference
+    >>> p_text(inference.mean_effect([1.0, 1.2, 0.8, 1.1]))
+    'effect 1.025 +- 0.085, one-sided p = 0.00062, n = 4'
+    """
+    if o is None:
+        return "one seed: no test over seeds"
+    return f"effect {o.effect:.4g} +- {o.se:.2g}, one-sided p = {o.p:.2g}, n = {o.n}"

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ... import init, ledger
-from ...registry import PaperScale, claims_for, experiment
+from ... import inference, init, ledger
+from ...registry import PaperScale, claims_for, experiment, summary_for
 from ...theory import low_temperature as lt
 from ._shared import F64
 
@@ -19,12 +19,14 @@ __all__ = [
     "assumptions_example",
     "plot_assumptions_example",
     "assumptions_example_claims",
+    "assumptions_example_summary",
     "tail_index",
     "TOL_EXAMPLE_Z",
 ]
 
 # Measured against derived: the tail index of (|P_perp x|/|P_E x|)^(2p) and the sample mean of V_p
-# must lie within this many standard errors (over seeds) of k/(2p) and of the closed form.
+# against k/(2p) and the closed form are judged by a declared test (inference.matches); their largest
+# distance in standard errors (over seeds) is printed beside this former mark of ours, not judged.
 TOL_EXAMPLE_Z = 4.0
 
 
@@ -189,11 +191,49 @@ def assumptions_example(cfg: AssumptionsExampleConfig, generator: torch.Generato
     }
 
 
+@summary_for("lowtemp-assumptions-example")
+def assumptions_example_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Every number the chapter and :func:`assumptions_example_claims` read: per case (k = dim E, p) the
+    predicted tail index k/(2p); whether "finite iff k > 2p" agrees with the closed form of V_p; the
+    largest standard-error distance of the measured tail indices (one per k: the same samples serve
+    every p, so the indices at one k are one measurement) and of the sample means (where the variance is
+    finite) from their predictions; and ``match``, the declared test of the null "measured = predicted"
+    (two-sided t per estimate over the seeds, Bonferroni over the estimates: :func:`companion.inference.matches`).
+
+    Examples
+    --------
+    >>> r = {"ks": np.array([1.0, 3.0]), "ps": np.array([1.0, 0.5]), "alpha": np.array([0.5, 3.02]),
+    ...      "alpha_se": np.array([0.01, 0.05]), "mean": np.array([40.0, 0.637]), "mean_se": np.array([20.0, 0.002]),
+    ...      "closed": np.array([np.inf, 0.6366]), "config": {"trials": 4, "n": 1000}}
+    >>> s = assumptions_example_summary(r)
+    >>> s["agree"], s["finite_cases"], s["cases"], round(s["max_z"], 2), s["match"].p > 0.5
+    (True, 1, 2, 0.4, True)
+    """
+    ks, ps = np.asarray(result["ks"], dtype=float), np.asarray(result["ps"], dtype=float)
+    pred = ks / (2 * ps)
+    alpha, alpha_se = np.asarray(result["alpha"], dtype=float), np.asarray(result["alpha_se"], dtype=float)
+    first = [int(np.flatnonzero(ks == k)[0]) for k in np.unique(ks)]  # one tail index per k
+    light = pred > 2  # finite variance: the sample mean's standard error means something
+    closed = np.asarray(result["closed"], dtype=float)
+    est = np.concatenate([alpha[first], np.asarray(result["mean"], dtype=float)[light]])
+    ses = np.concatenate([alpha_se[first], np.asarray(result["mean_se"], dtype=float)[light]])
+    exp = np.concatenate([pred[first], closed[light]])
+    cfg = result.get("config", {})
+    trials = int(cfg.get("trials", cfg.get("seeds", 2)))
+    z = np.abs(est - exp) / ses
+    return {"cases": int(len(ks)), "finite_cases": int((pred > 1).sum()),
+            "agree": bool(np.all((pred > 1) == np.isfinite(closed))),
+            "max_z": float(z.max()), "max_rel_alpha": float(np.max(np.abs(alpha / pred - 1))),
+            "match": inference.matches(est, ses, exp, trials - 1), "trials": trials, "n": cfg.get("n"),
+            "pairs": [(int(k), float(p)) for k, p in zip(ks, ps)]}
+
+
 @claims_for("lowtemp-assumptions-example")
 def assumptions_example_claims(result: dict[str, Any], cfg: AssumptionsExampleConfig) -> list[ledger.Claim]:
-    """Section 2's example: at every (k, p) the tail index of Assumption 2's integrand lies within
-    :data:`TOL_EXAMPLE_Z` standard errors of k/(2p) (so V_p is finite iff k > 2p), and where the
-    variance is finite (k/(2p) > 2) the sample mean lies as close to the closed form.
+    """Section 2's example, from :func:`assumptions_example_summary`: "finite iff k > 2p" agrees with the
+    closed form of V_p at every case, and the measured tail indices and means agree with k/(2p) and the
+    closed form (a declared test of that null at :data:`companion.ledger.ALPHA`); the largest distance in
+    standard errors against :data:`TOL_EXAMPLE_Z` is printed, not judged.
 
     Examples
     --------
@@ -206,27 +246,24 @@ def assumptions_example_claims(result: dict[str, Any], cfg: AssumptionsExampleCo
     >>> [c.status for c in assumptions_example_claims(r, AssumptionsExampleConfig())]
     ['not-reproduced']
     """
-    ks, ps = np.asarray(result["ks"], dtype=float), np.asarray(result["ps"], dtype=float)
-    pred = ks / (2 * ps)
-    z_alpha = np.abs(np.asarray(result["alpha"]) - pred) / np.asarray(result["alpha_se"])
-    light = pred > 2  # finite variance: the sample mean's standard error means something
-    closed = np.asarray(result["closed"], dtype=float)
-    z_mean = np.abs(np.asarray(result["mean"])[light] - closed[light]) / np.asarray(result["mean_se"])[light]
-    worst_z = float(np.nanmax(np.concatenate([z_alpha, z_mean]))) if light.any() else float(np.nanmax(z_alpha))
-    if not np.isfinite(worst_z):
-        worst_z = math.inf
-    finite_said = pred > 1
-    agree = bool(np.all(finite_said == np.isfinite(closed)))  # closed form and tail index say the same
-    cases = ", ".join(f"({int(k)}, {p:g})" for k, p in zip(ks, ps))
+    s = assumptions_example_summary(result)
+    cases = ", ".join(f"({k}, {p:g})" for k, p in s["pairs"])
     return [
         ledger.Claim(
-            id="B-sec2-example-compat", paper="B", where="Sec. 2, Example 3 (its number inferred)",
+            id="B-sec2-example-compat", paper="B", where="Sec. 2, the example after Corollary 2",
             statement="For uniform $\\rho_0$, $\\mathcal{V}_p(\\rho_0) < \\infty$ iff $\\dim E > 2p$: "
                       "the integrand's tail index is $\\dim E/(2p)$",
-            verdict=ledger.worst(ledger.verdict(worst_z, TOL_EXAMPLE_Z), ledger.verdict(agree)),
-            measured={"max_z": worst_z, "max_rel_alpha": float(np.max(np.abs(np.asarray(result["alpha"]) / pred - 1))),
-                      "finite_cases": int(finite_said.sum()), "cases": len(ks)},
-            expected=f"tail index k/(2p), mean = closed form, within {TOL_EXAMPLE_Z:g} SE",
-            tolerance=TOL_EXAMPLE_Z,
-            uncertainty=f"standard errors over {cfg.trials} seeds of {cfg.n} tokens; (dim E, p) = {cases}"),
+            quote=("which is finite if and only if $k>2p$. While for $p<\\frac{1}{2}$ this condition is automatically satisfied, "
+                   "it can be a restriction for larger $p$. For instance, if $p=1$ it requires the dimension of the top "
+                   "eigenspace $E$ of $V{B}^{\\top }$ to be at least three."),
+            basis="paper",
+            test=("both needed: the criterion k > 2p and the closed form of V_p say finite at the same cases, and the null "
+                  "'measured tail index = k/(2p), sample mean = closed form' is not rejected at level ALPHA (a two-sided t "
+                  f"test per estimate over the {s['trials']} seeds, Bonferroni over the estimates; one tail index per k, the "
+                  f"same samples serving every p); the largest distance in standard errors against {TOL_EXAMPLE_Z:g} is printed"),
+            verdict=ledger.worst(ledger.verdict(s["agree"]), ledger.consistent(s["match"].p)),
+            measured={"max_z": s["max_z"], "max_rel_alpha": s["max_rel_alpha"], "finite_cases": s["finite_cases"],
+                      "cases": s["cases"]},
+            expected="tail index k/(2p), mean = closed form", tolerance=None,
+            uncertainty=f"Bonferroni p = {s['match'].p:.2g}; {s['trials']} seeds of {cfg.n} tokens; (dim E, p) = {cases}"),
     ]

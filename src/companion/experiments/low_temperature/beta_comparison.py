@@ -8,17 +8,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from ... import fits, init, ledger, models
+from ... import fits, inference, init, ledger, models
 from ...integrate import simulate
-from ...registry import PaperScale, claims_for, experiment
+from ...registry import PaperScale, claims_for, experiment, summary_for
 from ...theory import low_temperature as lt
 from ._shared import FIG3_B, FIG3_V, exit_time, save_grid, simulate_betas, w_to_pi
+from ._shared import effect as _effect
 
 __all__ = [
     "BetaComparisonConfig",
     "beta_comparison",
     "plot_beta_comparison",
     "beta_comparison_claims",
+    "beta_comparison_summary",
     "EXIT_R2",
     "EXIT_Z",
     "EXIT_Z_PARTLY",
@@ -31,21 +33,21 @@ __all__ = [
     "cor4_window",
 ]
 
-# Fig. 4(b): "affine in log beta" means the line explains at least this fraction of the variance ...
+# Fig. 4(b) states a direction, "increasing beta delays this transition", judged by a declared test. Our
+# former marks, printed beside it and no longer deciding: a weighted R^2 of the exit time against
+# log beta of at least EXIT_R2 and a slope EXIT_Z (EXIT_Z_PARTLY) standard errors above 0.
 EXIT_R2 = 0.9
-# ... and "positive slope" that the slope is at least 3 of its standard errors above 0 (2: partly).
 EXIT_Z = 3.0
 EXIT_Z_PARTLY = 2.0
-# beta = inf: W2 to Pi_# mu_0 must reach this (rounding level after t = 20 at rate >= 1) ...
+# beta = inf: W2 to Pi_# mu_0 at the end is printed beside this level (rounding after t = 20 at rate >= 1) ...
 NO_PHASE2_W2 = 1e-8
-# ... without ever growing by more than rounding between saved times.
+# ... and "no second phase" is judged: W2 never rises by more than rounding between saved times.
 MONOTONE_SLACK = 1e-12
-# Cor. 4: W2 <= eps on a window [t1, t2] with t1 of order log(1/eps). Measured at every beta where the
-# window exists: the entry time t_in(eps) (first crossing of W2 below eps, per seed) on COR4_POINTS
-# levels from COR4_EPS_MAX down to COR4_FLOOR_FACTOR times the highest floor of W2 over the seeds; it
-# must be affine in log(1/eps) with a slope EXIT_Z standard errors above 0 and R^2 >= EXIT_R2, and the
-# same at every beta (Cor. 4's t1 does not involve beta) within EXIT_Z standard errors (needed); the
-# levels should span a factor COR4_RANGE (a logarithm is not told from a line over less; else partly).
+# Cor. 4: W2 <= eps on a window [t1, t2] entered after a time of order log(1/eps). Measured at every
+# beta where the window exists: the entry time t_in(eps) (first crossing of W2 below eps, per seed) on
+# COR4_POINTS levels from COR4_EPS_MAX down to COR4_FLOOR_FACTOR times the highest floor of W2 over the
+# seeds. A logarithm is not told from another smooth shape over levels spanning less than COR4_RANGE:
+# the row is inconclusive and says so.
 COR4_EPS_MAX = 0.7
 COR4_FLOOR_FACTOR = 1.3
 COR4_POINTS = 6
@@ -179,6 +181,62 @@ def beta_comparison(cfg: BetaComparisonConfig, generator: torch.Generator, devic
     }
 
 
+@summary_for("lowtemp-beta-comparison")
+def beta_comparison_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Every number the chapter and :func:`beta_comparison_claims` read from a Figure 4 result.
+
+    ``exit_trend``: the exit time rising with beta, a one-sided Kendall test per seed (every beta
+    starts from the same tokens, so each seed is a block), pooled over seeds by Stouffer's method;
+    ``max_increase_inf``: the largest rise of W2 between saved times at beta = infinity (any seed);
+    ``cor4``: Corollary 4's window (:func:`cor4_window`) and ``cor4_shift``, the paired test of the entry
+    time at the highest level between the largest and the smallest beta (the same tokens).
+
+    Examples
+    --------
+    >>> ts = np.linspace(0, 10, 41)
+    >>> dip = lambda b, s: np.exp(-ts) + 0.3 + np.clip(ts - np.log(b) - s, 0, None)  # leaves later as beta grows
+    >>> w2 = np.stack([np.stack([dip(b, s) for s in (0.0, 0.2, 0.5)], -1) for b in (10.0, 30.0, 100.0)], 1)
+    >>> r = {"ts": ts, "betas": np.array([10.0, 30.0, 100.0]), "w2": w2, "w2_inf": np.exp(-ts)[:, None] * np.ones((1, 3)),
+    ...      "exit_times": np.array([[2.5, 2.7, 3.0], [3.6, 3.9, 4.1], [4.8, 5.0, 5.3]]), "mean_exit": np.array([2.73, 3.87, 5.03]),
+    ...      "fit": {"slope": 1.0, "intercept": 0.4, "r2": 1.0}, "fit_se": {"slope": 1.0, "intercept": 0.4, "r2": 1.0, "slope_se": 0.1}}
+    >>> s = beta_comparison_summary(r)
+    >>> s["exit_trend"].effect, s["max_increase_inf"] < 0, s["eps_hi"], s["cor4_shift_word"]
+    (1.0, True, 0.7, 'the same')
+    """
+    ts = np.asarray(result["ts"], dtype=float)
+    w2 = np.asarray(result["w2"], dtype=float) if "w2" in result else None
+    betas = np.asarray(result["betas"], dtype=float)
+    exits = np.asarray(result["exit_times"], dtype=float)
+    lb = np.log(betas)
+    seeds = [s for s in range(exits.shape[1]) if np.isfinite(exits[:, s]).all()]
+    trend = (inference.pooled([inference.trend(lb, exits[:, s], "greater") for s in seeds])
+             if len(betas) >= 3 and seeds else None)
+    winf = np.asarray(result["w2_inf"], dtype=float)
+    fit = result.get("fit_se") or result["fit"]
+    out: dict[str, Any] = {
+        "slope": float(fit["slope"]), "slope_se": None if fit.get("slope_se") is None else float(fit["slope_se"]),
+        "r2": float(fit["r2"]), "exit_lo": float(result["mean_exit"][0]), "exit_hi": float(result["mean_exit"][-1]),
+        "seeds": int(exits.shape[1]), "exit_trend": trend,
+        "max_increase_inf": float(np.diff(winf, axis=0).max()), "w2_inf_end": float(winf[-1].mean()),
+    }
+    if w2 is None:  # no W2 curves: no window to judge
+        return out
+    out.update(floor_worst=float(w2.min(axis=0).max()), min_mean_w2=w2.mean(-1).min(axis=0))
+    win = cor4_window(ts, w2, betas)
+    out["cor4"] = win
+    if len(win["eps"]):
+        tin = win["t_in_seeds"][:, 0]  # (K', S) at the highest level
+        shift = inference.paired(tin[-1], tin[0], "greater") if tin.shape[-1] > 1 and len(win["betas"]) > 1 else None
+        top = win["fits"][-1]
+        out.update(eps_hi=float(win["eps"][0]), eps_lo=float(win["eps"][-1]), eps_span=float(win["eps"][0] / win["eps"][-1]),
+                   cor4_slope=float(top["slope"]), cor4_slope_se=float(top.get("slope_se", float("nan"))),
+                   cor4_r2_min=float(min(f["r2"] for f in win["fits"])), t_in_hi=win["t_in"][:, 0], cor4_shift=shift,
+                   cor4_shift_se=None if shift is None else (abs(shift.effect) / shift.se if shift.se > 0 else float("inf")),
+                   cor4_shift_word=("the same" if shift is None or min(shift.p, shift.against) >= ledger.ALPHA
+                                    else "later" if shift.p < ledger.ALPHA else "earlier"))
+    return out
+
+
 def cor4_window(ts: Any, w2: Any, betas: Any) -> dict[str, Any]:
     """Corollary 4's window start: per beta, the entry time of W2 below eps against log(1/eps).
 
@@ -190,17 +248,17 @@ def cor4_window(ts: Any, w2: Any, betas: Any) -> dict[str, Any]:
     -------
     dict with ``eps`` (P,) the common levels (from :data:`COR4_EPS_MAX` down to
     :data:`COR4_FLOOR_FACTOR` times the highest floor over seeds of the betas kept), ``betas`` (K',)
-    those whose floor lies below the levels, ``t_in`` and ``t_in_se`` (K', P) (seed mean, standard
-    error) and ``fits`` (K' weighted lines of t_in against log(1/eps)); ``eps`` is empty when no
-    beta has a window.
+    those whose floor lies below the levels, ``t_in_seeds`` (K', P, S) the entry times per seed,
+    ``t_in`` and ``t_in_se`` (K', P) (seed mean, standard error) and ``fits`` (K' weighted lines of
+    t_in against log(1/eps)); ``eps`` is empty when no beta has a window.
 
     Examples
     --------
     >>> ts = np.linspace(0, 5, 51)
     >>> w = np.exp(-ts)[:, None, None] * np.array([1.0, 1.02])[None, None, :]
     >>> out = cor4_window(ts, w, [100.0])
-    >>> round(out["fits"][0]["slope"], 1), len(out["eps"])   # W2 ~ e^-t: t_in = log(1/eps)
-    (1.0, 6)
+    >>> round(out["fits"][0]["slope"], 1), len(out["eps"]), out["t_in_seeds"].shape   # W2 ~ e^-t: t_in = log(1/eps)
+    (1.0, 6, (1, 6, 2))
     """
     ts, w2 = np.asarray(ts, dtype=float), np.asarray(w2, dtype=float)
     if w2.ndim != 3 or w2.shape[0] != ts.shape[0] or w2.shape[1] != len(betas):
@@ -208,14 +266,14 @@ def cor4_window(ts: Any, w2: Any, betas: Any) -> dict[str, Any]:
     floors = w2.min(axis=0).max(axis=-1)  # (K,): the highest floor over seeds
     keep = [k for k in range(w2.shape[1]) if COR4_FLOOR_FACTOR * floors[k] < COR4_EPS_MAX]
     out: dict[str, Any] = {"betas": np.asarray(betas, dtype=float)[keep], "eps": np.zeros(0), "t_in": np.zeros((0, 0)),
-                           "t_in_se": np.zeros((0, 0)), "fits": []}
+                           "t_in_se": np.zeros((0, 0)), "t_in_seeds": np.zeros((0, 0, 0)), "fits": []}
     if not keep:
         return out
     eps = np.geomspace(COR4_EPS_MAX, COR4_FLOOR_FACTOR * floors[keep].max(), COR4_POINTS)
     t_in = np.array([[[fits.first_crossing(ts, -w2[:, k, s], -e) for s in range(w2.shape[2])] for e in eps] for k in keep])
     mean = t_in.mean(axis=-1)
     se = t_in.std(axis=-1, ddof=1) / np.sqrt(t_in.shape[-1]) if t_in.shape[-1] > 1 else np.full(mean.shape, np.nan)
-    out.update(eps=eps, t_in=mean, t_in_se=se,
+    out.update(eps=eps, t_in=mean, t_in_se=se, t_in_seeds=t_in,
                fits=[fits.line_fit(np.log(1 / eps), mean[i], se=se[i]) if np.all(se[i] > 0)
                      else fits.line_fit(np.log(1 / eps), mean[i]) for i in range(len(keep))])
     return out
@@ -223,69 +281,83 @@ def cor4_window(ts: Any, w2: Any, betas: Any) -> dict[str, Any]:
 
 @claims_for("lowtemp-beta-comparison")
 def beta_comparison_claims(result: dict[str, Any], cfg: BetaComparisonConfig) -> list[ledger.Claim]:
-    """Figure 4 and Corollary 4: the exit time is affine in log beta (weighted R^2 at least :data:`EXIT_R2`) with a
-    slope at least :data:`EXIT_Z` standard errors above 0 (:data:`EXIT_Z_PARTLY`: partly), and the zero-temperature flow has no second phase (W2 non-increasing up to
-    :data:`MONOTONE_SLACK`, below :data:`NO_PHASE2_W2` at the end); Corollary 4's window starts at a
-    time affine in log(1/eps), the same at every beta (:func:`cor4_window`, thresholds :data:`COR4_EPS_MAX`
-    to :data:`COR4_RANGE`).
+    """Figure 4 and Corollary 4, from :func:`beta_comparison_summary`: increasing beta delays the exit
+    from E (a pooled one-sided trend test, blocked by seed); at beta = infinity W2 never rises (by more
+    than :data:`MONOTONE_SLACK`, rounding): no second phase; Corollary 4's window start "of order
+    log(1/eps)" cannot be told from another shape over the levels a finite n allows (inconclusive,
+    its ``why`` says what would decide). The weighted slope and R^2 against :data:`EXIT_Z`,
+    :data:`EXIT_R2` are printed, not judged.
 
     Examples
     --------
-    >>> fit = {"slope": 0.7, "intercept": 3.0, "r2": 0.99, "slope_se": 0.05}
-    >>> r = {"fit": fit, "fit_se": fit, "w2_inf": np.array([[1.0], [1e-3], [1e-9]])}
-    >>> [c.status for c in beta_comparison_claims(r, BetaComparisonConfig())]  # no W2 curves: no window to judge
-    ['reproduced', 'reproduced', 'not-reproduced']
-    >>> noisy = dict(r, fit_se=dict(fit, slope_se=0.3), w2_inf=np.array([[1.0], [1e-3], [0.5]]))  # 2.3 standard errors
-    >>> [c.status for c in beta_comparison_claims(noisy, BetaComparisonConfig())][:2]
-    ['partly', 'not-reproduced']
+    >>> ts = np.linspace(0, 10, 41)
+    >>> base = {"ts": ts, "betas": np.array([10.0, 30.0, 100.0]), "w2_inf": np.exp(-ts)[:, None] * np.ones((1, 4)),
+    ...         "fit": {"slope": 1.0, "intercept": 0.4, "r2": 1.0}, "mean_exit": np.array([1.0, 2.0, 3.0])}
+    >>> rise = dict(base, exit_times=np.array([[2.0, 2.1, 2.3, 1.9], [3.1, 3.0, 3.3, 2.8], [4.0, 4.2, 4.1, 3.9]]))
+    >>> [c.status for c in beta_comparison_claims(rise, BetaComparisonConfig())]   # no W2 curves: no window to judge
+    ['reproduced', 'reproduced', 'not-checkable']
+    >>> fall = dict(base, exit_times=rise["exit_times"][::-1], w2_inf=np.exp(-ts)[:, None] + 0.1 * (ts[:, None] > 5))
+    >>> [c.status for c in beta_comparison_claims(fall, BetaComparisonConfig())][:2]   # earlier exits; a second phase
+    ['not-reproduced', 'not-reproduced']
     """
-    fit = result.get("fit_se")
-    if fit is not None:
-        slope, slope_se, r2 = float(fit["slope"]), float(fit["slope_se"]), float(fit["r2"])
-        exit_verdict = (ledger.verdict(slope / slope_se, EXIT_Z, partly=EXIT_Z_PARTLY, better="higher", scale=1.0)
-                        if r2 >= EXIT_R2 else ledger.verdict(False))
-    else:  # one seed: no standard error, no verdict on the slope's sign
-        slope, slope_se, r2 = float(result["fit"]["slope"]), None, float(result["fit"]["r2"])
-        exit_verdict = ledger.verdict(False)
-    win = cor4_window(result["ts"], result["w2"], result["betas"]) if "w2" in result else {"eps": np.zeros(0)}
-    if len(win["eps"]) and all("slope_se" in f for f in win["fits"]):
-        z_slope = min(f["slope"] / f["slope_se"] for f in win["fits"])
-        r2_min = min(f["r2"] for f in win["fits"])
-        t0, e0 = win["t_in"][:, 0], win["t_in_se"][:, 0]  # at the highest level, across betas
-        spread = float((t0.max() - t0.min()) / max(e0.max(), 1e-300))
-        span = float(win["eps"][0] / win["eps"][-1])
-        cor4 = ledger.graded([ledger.verdict(z_slope, EXIT_Z, better="higher", scale=1.0) if r2_min >= EXIT_R2
-                              else ledger.verdict(False), ledger.verdict(spread, EXIT_Z, scale=1.0)],
-                             [ledger.verdict(span, COR4_RANGE, better="higher")])
-        top = win["fits"][-1]
-        cor4_measured = {"slope_largest_beta": float(top["slope"]), "slope_se": float(top["slope_se"]), "min_r2": float(r2_min),
-                         "eps_span": span, "t_in_spread_over_beta_in_se": spread}
-        cor4_unc = (f"{cfg.trials} seeds; levels eps = {win['eps'][0]:.2g} to {win['eps'][-1]:.2g} at beta = "
-                    + ", ".join(f"{b:g}" for b in win["betas"]))
-    else:  # no beta with a window, or one seed: nothing to judge
-        cor4, cor4_measured, cor4_unc = ledger.verdict(False), None, "no beta with a window (or one seed)"
-    winf = np.asarray(result["w2_inf"]).mean(axis=-1)
-    no_second = bool((np.diff(winf) <= MONOTONE_SLACK).all() and winf[-1] < NO_PHASE2_W2)
+    s = beta_comparison_summary(result)
+    trend = s["exit_trend"]
+    exit_verdict = _effect(trend) if trend is not None else ledger.NOT_CHECKABLE
     betas = ", ".join(f"{b:g}" for b in cfg.betas)
+    if "eps_span" in s:
+        shift = s["cor4_shift"]
+        cor4 = ledger.Verdict(
+            "inconclusive",
+            why=(f"needed: levels eps spanning a decade or more, to tell a time affine in log(1/eps) from another shape; "
+                 f"with n = {cfg.n} tokens W2 stops near {s['floor_worst']:.2g} (worst seed) at every beta <= {cfg.betas[-1]:g}, "
+                 f"so the levels span only {s['eps_span']:.2g}x, over which the entry time is a line (R^2 >= "
+                 f"{s['cor4_r2_min']:.4f}) as any smooth curve would be; more tokens, not more seeds, would decide"))
+        cor4_measured = {"slope_largest_beta": s["cor4_slope"], "slope_se": s["cor4_slope_se"], "min_r2": s["cor4_r2_min"],
+                         "eps_span": s["eps_span"],
+                         "t_in_shift_largest_minus_smallest_beta": None if shift is None else shift.effect,
+                         "t_in_shift_in_paired_se": s["cor4_shift_se"]}
+        cor4_unc = (f"{s['seeds']} seeds, paired across beta; levels eps = {s['eps_hi']:.2g} to {s['eps_lo']:.2g} at beta = "
+                    + ", ".join(f"{b:g}" for b in s["cor4"]["betas"]))
+    else:  # no beta with a window: nothing to judge
+        cor4, cor4_measured, cor4_unc = ledger.NOT_CHECKABLE, None, "no beta with a window below eps = 0.7"
     return [
         ledger.Claim(
             id="B-fig4-exit-logbeta", paper="B", where="Sec. 5, Fig. 4(b)",
-            statement=f"The metastable phase ends after a time of order $\\log\\beta$: exit time affine in $\\log\\beta$, "
-                      f"positive slope ($\\beta = {betas}$)",
-            verdict=exit_verdict, measured={"slope": slope, "r2": r2},
-            expected=f"slope >= {EXIT_Z:g} standard errors above 0, weighted R^2 >= {EXIT_R2:g}", tolerance=EXIT_Z,
-            uncertainty=slope_se),
+            statement=f"Increasing $\\beta$ delays the end of the metastable phase, after a time of order $\\log\\beta$ "
+                      f"($\\beta = {betas}$)",
+            quote="As shown in panel (b) of Figure 4, increasing $\\beta$ delays this transition",
+            basis="paper",
+            test=("one-sided Kendall test that the exit time rises with beta, per seed (every beta starts from the same "
+                  "tokens), pooled over the seeds by Stouffer's method, at level ALPHA; the weighted slope of the exit time "
+                  f"against log beta and its R^2 are printed (formerly judged against {EXIT_Z:g} standard errors and "
+                  f"R^2 >= {EXIT_R2:g}, marks of ours)"),
+            verdict=exit_verdict, measured={"slope": s["slope"], "r2": s["r2"], "kendall_tau": None if trend is None else trend.effect},
+            expected="exit time rising with beta", tolerance=None,
+            uncertainty=(f"slope standard error {s['slope_se']:.2g}; " if s["slope_se"] is not None else "")
+            + ("" if trend is None else f"pooled one-sided p = {trend.p:.2g} over {s['seeds']} seeds")),
         ledger.Claim(
             id="B-fig4-zero-temp-no-phase2", paper="B", where="Sec. 5, Cor. 2",
-            statement="At $\\beta = \\infty$, $W_2(\\mu_t, \\Pi_\\sharp\\mu_0)$ decreases monotonically to zero: no second phase",
-            verdict=ledger.verdict(no_second), measured=no_second,
-            expected=f"W2(t={cfg.t1:g}) < {NO_PHASE2_W2:g} and non-increasing", tolerance=MONOTONE_SLACK),
+            statement="At $\\beta = \\infty$, $W_2(\\mu_t, \\Pi_\\sharp\\mu_0)$ never rises: no second phase",
+            quote="while in the limiting case $\\beta =\\infty$, the second phase is absent by Corollary 2 and the dynamics "
+                  "remain aligned with $E$",
+            basis="paper",
+            test=(f"the largest rise of W2 between saved times, over all seeds, at most {MONOTONE_SLACK:g} (float64 "
+                  f"rounding of O(1) distances); W2 at t = {cfg.t1:g} is printed"),
+            verdict=ledger.verdict(s["max_increase_inf"], MONOTONE_SLACK),
+            measured={"largest_rise": s["max_increase_inf"], "w2_at_end": s["w2_inf_end"]},
+            expected="no rise", tolerance=MONOTONE_SLACK),
         ledger.Claim(
-            id="B-cor4-window-start", paper="B", where="Cor. 4 (the window start of its proof)",
-            statement="$W_2 \\le \\varepsilon$ from a time affine in $\\log(1/\\varepsilon)$, the same at every $\\beta$ "
-                      "(span of $\\varepsilon$ limited by the finite-$n$ floor)",
-            verdict=cor4, measured=cor4_measured,
-            expected=(f"slope >= {EXIT_Z:g} SE above 0, R^2 >= {EXIT_R2:g}, beta spread <= {EXIT_Z:g} SE (needed); "
-                      f"eps span >= {COR4_RANGE:g} (else partly)"),
-            tolerance=EXIT_Z, uncertainty=cor4_unc),
+            id="B-cor4-window-start", paper="B", where="Sec. 2, Cor. 4",
+            statement="For $\\beta$ large enough $W_2 \\le \\varepsilon$ on a window entered after a time of order "
+                      "$\\log(1/\\varepsilon)$",
+            quote="there exists $\\beta >0$ large enough such that after a time of order $\\log \\frac{1}{\\epsilon }$, the "
+                  "Wasserstein distance of ${\\rho }_t^{\\beta }$ to ${\\Pi }_{♯}{\\rho }_0$ is below $\\epsilon$ in a proper "
+                  "time interval",
+            basis="paper",
+            test=("the entry time of W2 below eps per seed, on levels eps from 0.7 down to 1.3 times the highest floor of "
+                  "W2; 'of order log(1/eps)' needs levels over a decade or more: with fewer the row is inconclusive. Printed: "
+                  "the slope of the entry time against log(1/eps), and the paired shift of the entry time between the "
+                  "largest and the smallest beta (Cor. 4 says nothing of it)"),
+            verdict=cor4, measured=cor4_measured, expected="entry time of order log(1/eps)", tolerance=None,
+            uncertainty=cor4_unc),
     ]

@@ -8,16 +8,18 @@ from typing import Any
 import numpy as np
 import torch
 
-from ... import init, ledger, metrics
-from ...registry import PaperScale, claims_for, experiment
+from ... import inference, init, ledger, metrics
+from ...registry import PaperScale, claims_for, experiment, summary_for
 from ...theory import low_temperature as lt
-from ._shared import FIG3_B, FIG3_V, alignment, save_grid, simulate_betas
+from ._shared import FIG3_B, FIG3_V, UNIFORM_LINE, alignment, save_grid, simulate_betas
+from ._shared import effect as _effect, seeds_test as _seeds
 
 __all__ = [
     "Conjecture1Config",
     "conjecture1",
     "plot_conjecture1",
     "conjecture1_claims",
+    "conjecture1_summary",
     "FABS_B",
     "FABS_V",
     "TOL_CONJ1",
@@ -28,7 +30,8 @@ __all__ = [
 # E = span(e1), F = span(e2) (eigenvalue 1), F^abs = span(e3) (eigenvalue -3, largest modulus).
 FABS_V = init.diagonal((-1.0, 1.0, -3.0))
 FABS_B = init.diagonal((-2.0, -1.0, -0.1))
-# Conj. 1: the final RMS distance of the tokens to the target subspace (F or F^abs) at t1.
+# Conj. 1: the final RMS distance of the tokens to the target subspace (F or F^abs) at t1, printed
+# beside this mark of ours (the paper gives none); the verdict is a declared test of convergence.
 TOL_CONJ1 = 0.05
 # Distances below this are rounding level and differ between machines: they are reported floored.
 DIST_FLOOR = 1e-6
@@ -150,39 +153,101 @@ def conjecture1(cfg: Conjecture1Config, generator: torch.Generator, device: str)
     return out
 
 
-@claims_for("lowtemp-conjecture1")
-def conjecture1_claims(result: dict[str, Any], cfg: Conjecture1Config) -> list[ledger.Claim]:
-    """Conjecture 1, both alternatives: each example ends within :data:`TOL_CONJ1` (RMS distance of
-    the tokens, worst seed, floored at :data:`DIST_FLOOR`) of its target subspace.
+@summary_for("lowtemp-conjecture1")
+def conjecture1_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Every number the chapter and :func:`conjecture1_claims` read: per example (``F``, ``Fabs``) the
+    mean |P_E x|^2 at t = 3, the final alignments, the largest RMS distance to each target (floored at
+    :data:`DIST_FLOOR`), and two declared tests of "converges to the target": ``falls``, the squared
+    distance 1 - |P x|^2 to the target falling over the second half of the run (one-sided Kendall per
+    seed, pooled by Stouffer), and ``ends``, the final mean |P x|^2 above the uniform law's 1/3.
 
     Examples
     --------
-    >>> r = {"F": {"dist_target": {"F": np.array([1e-3]), "Fabs": np.array([1.0])}},
-    ...      "Fabs": {"dist_target": {"F": np.array([1.0]), "Fabs": np.array([0.0])}}}
-    >>> [c.status for c in conjecture1_claims(r, Conjecture1Config())][:2]
-    ['reproduced', 'reproduced']
-    >>> swapped = {"F": r["Fabs"], "Fabs": r["F"]}  # each example ending on the other subspace
+    >>> ts = np.linspace(0, 20, 41)
+    >>> near = lambda rate: 1 - np.exp(-rate * ts)[:, None] * np.array([[1.0, 0.9, 1.1]])
+    >>> one = lambda a, b: {"align_E": np.full((41, 3), 0.5), "align_F": a, "align_Fabs": b,
+    ...                     "dist_target": {"F": np.sqrt(1 - a[-1]), "Fabs": np.sqrt(1 - b[-1])}}
+    >>> r = {"ts": ts, "F": one(near(0.5), np.full((41, 3), 0.3)), "Fabs": one(np.full((41, 3), 0.3), near(1.0))}
+    >>> s = conjecture1_summary(r)
+    >>> s["F"]["falls"].p < 1e-6, s["Fabs"]["ends"].p < 1e-6, s["F"]["dist"] < 1e-2
+    (True, True, True)
+    """
+    ts = np.asarray(result["ts"], dtype=float)
+    i3 = int(np.argmin(abs(ts - 3.0)))
+    late = ts >= ts[-1] / 2
+    out: dict[str, Any] = {"seeds": int(np.asarray(result["F"]["align_E"]).shape[1]), "t_end": float(ts[-1])}
+    for name, key in (("F", "align_F"), ("Fabs", "align_Fabs")):
+        r = result[name]
+        a = np.asarray(r[key], dtype=float)
+        gap = 1.0 - a
+        out[name] = {
+            "E_3": float(np.asarray(r["align_E"])[i3].mean()), "final": float(a[-1].mean()),
+            "final_F": float(np.asarray(r["align_F"])[-1].mean()), "final_Fabs": float(np.asarray(r["align_Fabs"])[-1].mean()),
+            "dist": max(float(np.max(r["dist_target"][name])), DIST_FLOOR),
+            "dist_F": max(float(np.max(r["dist_target"]["F"])), DIST_FLOOR),
+            "dist_Fabs": max(float(np.max(r["dist_target"]["Fabs"])), DIST_FLOOR),
+            "falls": inference.pooled([inference.trend(ts[late], gap[late, s], "less") for s in range(gap.shape[1])]),
+            "ends": _seeds(inference.mean_effect, a[-1], UNIFORM_LINE, "greater"),
+        }
+    return out
+
+
+_CONJ1 = ("There exist weight matrices $B$ and $V\\ne \\mathrm{Id}$ satisfying Assumption 1, and a probability measure "
+          "${\\rho }_{\\infty }\\in \\mathcal{P}({\\mathbb{S}}^{d-1})$ supported on $F\\cap {\\mathbb{S}}^{d-1}$ or "
+          "$F^{\\mathrm{abs}}\\cap {\\mathbb{S}}^{d-1}$ such that $W_2({\\rho }_t^{\\beta },{\\rho }_{\\infty })\\to 0$ as "
+          "$t\\to \\infty$.")
+
+
+@claims_for("lowtemp-conjecture1")
+def conjecture1_claims(result: dict[str, Any], cfg: Conjecture1Config) -> list[ledger.Claim]:
+    """Conjecture 1, both alternatives, from :func:`conjecture1_summary`: in each example the distance
+    to the target subspace falls over the second half of the run and the tokens end closer to it than the
+    uniform law (both declared tests at :data:`companion.ledger.ALPHA`, both needed); the final RMS
+    distance against :data:`TOL_CONJ1` is printed, not judged. The paper's own examples are not checkable.
+
+    Examples
+    --------
+    >>> ts = np.linspace(0, 20, 41)
+    >>> near = lambda rate: 1 - np.exp(-rate * ts)[:, None] * np.array([[1.0, 0.9, 1.1]])
+    >>> flat = 0.3 + 0.001 * np.sin(3 * ts[:, None] + np.array([[0.0, 1.0, 2.0]]))  # no trend, below 1/3
+    >>> one = lambda a, b: {"align_E": np.full((41, 3), 0.5), "align_F": a, "align_Fabs": b,
+    ...                     "dist_target": {"F": np.sqrt(1 - a[-1]), "Fabs": np.sqrt(1 - b[-1])}}
+    >>> r = {"ts": ts, "F": one(near(0.5), flat), "Fabs": one(flat, near(1.0))}
+    >>> [c.status for c in conjecture1_claims(r, Conjecture1Config())]
+    ['reproduced', 'reproduced', 'not-checkable']
+    >>> swapped = {"ts": ts, "F": one(flat, near(1.0)), "Fabs": one(near(0.5), flat)}  # each example ending on the other subspace
     >>> [c.status for c in conjecture1_claims(swapped, Conjecture1Config())][:2]
     ['not-reproduced', 'not-reproduced']
     """
-    dF = max(float(np.max(result["F"]["dist_target"]["F"])), DIST_FLOOR)
-    dA = max(float(np.max(result["Fabs"]["dist_target"]["Fabs"])), DIST_FLOOR)
-    t1 = f"{cfg.t1:g}"
-    return [
-        ledger.Claim(
-            id="B-conj1-F", paper="B", where="Conj. 1",
-            statement=f"Our example (Fig. 3's matrices, $\\beta = {cfg.beta:g}$) ends on $F$, the top eigenspace of $V$ "
-                      f"(RMS distance at $t = {t1}$)",
-            verdict=ledger.verdict(dF, TOL_CONJ1), measured=dF, expected=f"<= {TOL_CONJ1:g}", tolerance=TOL_CONJ1,
-            uncertainty=f"worst of {cfg.trials} seeds"),
-        ledger.Claim(
-            id="B-conj1-Fabs", paper="B", where="Conj. 1",
-            statement=f"Our example ($V = \\mathrm{{diag}}(-1,1,-3)$, $B = \\mathrm{{diag}}(-2,-1,-0.1)$, $\\beta = {cfg.beta:g}$) "
-                      "ends on $F^{\\rm abs}$, the eigenspace of $V$ of largest modulus",
-            verdict=ledger.verdict(dA, TOL_CONJ1), measured=dA, expected=f"<= {TOL_CONJ1:g}", tolerance=TOL_CONJ1,
-            uncertainty=f"worst of {cfg.trials} seeds"),
-        ledger.Claim(
-            id="B-fig2-examples", paper="B", where="Fig. 2, App. C.4",
-            statement="The paper's own Figure 2 and Appendix C.4 examples (matrices not recovered; ours are the rows above)",
-            verdict=ledger.NOT_CHECKABLE),
-    ]
+    s = conjecture1_summary(result)
+    t1 = f"{s['t_end']:g}"
+    test = ("two one-sided tests at level ALPHA, both needed: the squared distance 1 - |P x|^2 to the target falls over "
+            f"t in [{s['t_end'] / 2:g}, {t1}] (Kendall per seed, pooled over the seeds by Stouffer's method), and the final "
+            f"mean |P x|^2 exceeds 1/3 (the uniform law); the largest final RMS distance against {TOL_CONJ1:g} is printed, "
+            "not judged")
+    rows = []
+    for name, label, where in (("F", "$F$, the top eigenspace of $V$", f"Fig. 3's matrices, $\\beta = {cfg.beta:g}$"),
+                               ("Fabs", "$F^{\\rm abs}$, the eigenspace of $V$ of largest modulus",
+                                f"$V = \\mathrm{{diag}}(-1,1,-3)$, $B = \\mathrm{{diag}}(-2,-1,-0.1)$, $\\beta = {cfg.beta:g}$")):
+        e = s[name]
+        rows.append(ledger.Claim(
+            id=f"B-conj1-{name}", paper="B", where="Sec. 2, Conj. 1",
+            statement=f"Our example ({where}) converges to {label}",
+            quote=_CONJ1, basis="paper", test=test,
+            verdict=ledger.worst(_effect(e["falls"]), _effect(e["ends"])),
+            measured={"final_alignment": e["final"], "largest_rms_distance": e["dist"]},
+            expected=f"distance to the target falling; alignment > 1/3 (printed: RMS distance <= {TOL_CONJ1:g})",
+            tolerance=None,
+            uncertainty=(f"{s['seeds']} seeds; pooled one-sided p = {e['falls'].p:.2g} (falls), "
+                         + ("one seed (ends)" if e["ends"] is None else f"{e['ends'].p:.2g} (ends)"))))
+    rows.append(ledger.Claim(
+        id="B-fig2-examples", paper="B", where="Sec. 2, Fig. 2, App. C.4",
+        statement="The paper's own examples behind Figure 2 and Appendix C.4 (matrices not recovered; ours are the rows above)",
+        quote=("In fact, we have numerical evidence suggesting convergence to the top eigenspace $F$ of $V$, that is, the "
+               "eigenspace associated with its largest eigenvalue, or to the dominant eigenspace $F^{\\mathrm{abs}}$ of $V$ "
+               "associated with an eigenvalue of largest magnitude for large times in certain cases (see Figure 2)."),
+        basis="paper",
+        test="not checkable: Figure 2's and Appendix C.4's matrices and parameters are not in the copy and were not "
+             "recovered (NOTES.md); the rows above test Conjecture 1 on examples of ours",
+        verdict=ledger.NOT_CHECKABLE))
+    return rows

@@ -7,16 +7,18 @@ from typing import Any
 import numpy as np
 import torch
 
-from ... import init, ledger
-from ...registry import PaperScale, claims_for, experiment
+from ... import inference, init, ledger
+from ...registry import PaperScale, claims_for, experiment, summary_for
 from ...theory import low_temperature as lt
 from ._shared import F64, save_grid, simulate_betas
+from ._shared import effect as _effect, p_value as _pv, seeds_test as _seeds
 
 __all__ = [
     "GradientFlowBetaConfig",
     "gradient_flow_beta",
     "plot_gradient_flow_beta",
     "gradient_flow_beta_claims",
+    "gradient_flow_beta_summary",
     "TOL_ALIGN",
     "TOL_ENERGY",
     "TOL_ENERGY_PI",
@@ -27,7 +29,8 @@ __all__ = [
 
 
 
-# App. C.3's verdict thresholds. "Aligned with E": mean |P_E x|^2 >= 1 - TOL_ALIGN (a spread of the
+# App. C.3's sentences are judged by declared tests (see the claims function). Our former marks, printed
+# beside the verdicts and deciding nothing: "aligned with E": mean |P_E x|^2 >= 1 - TOL_ALIGN (a spread of the
 # tokens of about 13 degrees RMS around +-v) ...
 TOL_ALIGN = 0.05
 # ... "one Dirac" (the energy-optimal state of Fig. 6): the energy ratio within TOL_ENERGY of 1 ...
@@ -199,84 +202,178 @@ def gradient_flow_beta(cfg: GradientFlowBetaConfig, generator: torch.Generator, 
     return out
 
 
-@claims_for("lowtemp-gradient-flow-beta")
-def gradient_flow_beta_claims(result: dict[str, Any], cfg: GradientFlowBetaConfig) -> list[ledger.Claim]:
-    """App. C.3 at t1, the first beta read as small and the last as large (worst seed throughout).
-    Fig. 6: one Dirac at small beta (energy ratio within :data:`TOL_ENERGY` of 1); at large beta
-    aligned with E (:data:`TOL_ALIGN`), at the energy of Pi_# rho_0 (:data:`TOL_ENERGY_PI`) and closer
-    to it (W2 ratio at most :data:`W2_CONTRAST`). Fig. 7: aligned with E at every beta, and at most
-    :data:`TOL_SWITCH` of the tokens on the other pole (else partly); energy ratio at least 1 -
-    :data:`TOL_OPT` at large beta. Fig. 9: aligned at large beta, not at small beta, W2 ratio at most
-    :data:`W2_CONTRAST`.
+@summary_for("lowtemp-gradient-flow-beta")
+def gradient_flow_beta_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Every number the chapter and :func:`gradient_flow_beta_claims` read, at the final time, the first
+    beta read as small and the last as large; every beta starts from the same tokens, so comparisons
+    between betas, and between the start and the end, are paired by seed (one-sided t tests).
+
+    Keys: ``betas``, ``n``, ``seeds``; per figure ``fig6``/``fig7``/``fig9``: final seed means per
+    beta (``w2``, ``align``, ``switched``, ``energy`` and ``pi_energy`` where defined), the worst seeds
+    (``align_min``, ``switched_max``), the W2 ratio large/small; and the tests: ``fig6_rise`` (the energy
+    ratio at small beta rises from t = 0), ``fig6_over_pi`` (it ends above that of Pi_# mu_0),
+    ``fig6_subopt`` (at large beta it ends below that at small beta), ``fig6_closer`` (W2 at large beta
+    below W2 at small beta), ``fig7_towards`` (one test per beta: W2 at the end below W2 at t = 0),
+    ``fig7_rise`` (the energy ratio at large beta rises from t = 0), ``fig9_align`` and ``fig9_closer``
+    (alignment higher, W2 lower at large than at small beta).
 
     Examples
     --------
-    >>> one = lambda *v: np.array(v, dtype=float)[None, :, None]  # (T = 1, K, trials = 1)
-    >>> f6 = {"w2": one(1.4, 0.1), "align": one(1.0, 1.0), "energy_ratio": one(1.0, 0.5),
-    ...       "pi_energy_ratio": np.array([[1.0], [0.5]]), "switched": np.zeros((2, 1))}
-    >>> f7 = {"w2": one(0.1, 0.0), "align": one(1.0, 1.0), "energy_ratio": one(0.99, 0.99), "switched": np.zeros((2, 1))}
-    >>> f9 = {"w2": one(0.8, 0.1), "align": one(0.6, 0.99), "energy_ratio": None, "switched": np.zeros((2, 1))}
-    >>> cfg = GradientFlowBetaConfig(betas=(0.1, 100.0))
-    >>> [c.status for c in gradient_flow_beta_claims({"fig6": f6, "fig7": f7, "fig9": f9}, cfg)]
-    ['reproduced', 'reproduced', 'reproduced', 'reproduced', 'reproduced']
-    >>> swapped = {"fig6": f9 | {"energy_ratio": one(0.5, 0.5), "pi_energy_ratio": np.ones((2, 1))}, "fig7": f9 | {"energy_ratio": one(0.5, 0.5)}, "fig9": f6}
-    >>> [c.status for c in gradient_flow_beta_claims(swapped, cfg)]
-    ['not-reproduced', 'not-reproduced', 'not-reproduced', 'not-reproduced', 'not-reproduced']
+    >>> one = lambda *v: np.array(v, dtype=float)[None, :, None] * np.ones((2, 1, 3)) + np.array([[[0.0, 0.01, -0.01]]]) * [[[0]], [[1]]]
+    >>> f6 = {"w2": one(1.4, 0.1), "align": one(1.0, 1.0), "energy_ratio": one(1.0, 0.5) - 0.3 * np.array([1, 0])[:, None, None],
+    ...       "pi_energy_ratio": np.array([[0.8, 0.8, 0.8], [0.5, 0.5, 0.5]]), "switched": np.zeros((2, 3))}
+    >>> f7 = {"w2": one(0.1, 0.0) + 0.9 * np.array([1, 0])[:, None, None], "align": one(1.0, 1.0),
+    ...       "energy_ratio": one(0.99, 0.99) - 0.5 * np.array([1, 0])[:, None, None], "switched": np.zeros((2, 3))}
+    >>> f9 = {"w2": one(0.8, 0.1), "align": one(0.6, 0.99), "energy_ratio": None, "switched": np.zeros((2, 3))}
+    >>> s = gradient_flow_beta_summary({"betas": np.array([0.1, 100.0]), "fig6": f6, "fig7": f7, "fig9": f9})
+    >>> float(s["fig6"]["energy"][0]), s["fig6_over_pi"].p < 0.05, [o.p < 0.05 for o in s["fig7_towards"]], s["fig9_align"].p < 0.05
+    (1.0, True, [True, True], True)
     """
-    f6, f7, f9 = result["fig6"], result["fig7"], result["fig9"]
+    betas = np.asarray(result["betas"], dtype=float)
+    cfg = result.get("config", {})
+    out: dict[str, Any] = {"betas": betas, "n": cfg.get("n"), "seeds": int(np.asarray(result["fig6"]["w2"]).shape[-1])}
+    for name in ("fig6", "fig7", "fig9"):
+        r = result[name]
+        w2, al = np.asarray(r["w2"], dtype=float), np.asarray(r["align"], dtype=float)
+        sw = np.asarray(r["switched"], dtype=float)
+        f = {"w2": w2[-1].mean(-1), "align": al[-1].mean(-1), "align_min": float(al[-1].min()),
+             "w2_end_over_start_max": float((w2[-1].mean(-1) / np.maximum(w2[0].mean(-1), 1e-300)).max()),
+             "switched": sw.mean(-1), "switched_max": float(sw.max()),
+             "w2_ratio": float(w2[-1, -1].mean() / max(w2[-1, 0].mean(), 1e-300)),
+             "align_at_1": float(al[-1, int(np.argmin(abs(betas - 1.0)))].mean())}
+        if r.get("energy_ratio") is not None:
+            e = np.asarray(r["energy_ratio"], dtype=float)
+            f["energy"] = e[-1].mean(-1)
+            f["energy_min"] = e[-1].min(-1)
+            if r.get("pi_energy_ratio") is not None:
+                f["pi_energy"] = np.asarray(r["pi_energy_ratio"], dtype=float).mean(-1)
+                f["energy_minus_pi"] = float(np.max(np.abs(e[-1, -1] - np.asarray(r["pi_energy_ratio"], dtype=float)[-1])))
+        out[name] = f
+    e6, e7 = (np.asarray(result[k]["energy_ratio"], dtype=float) for k in ("fig6", "fig7"))
+    w6, w7, w9 = (np.asarray(result[k]["w2"], dtype=float) for k in ("fig6", "fig7", "fig9"))
+    out.update(
+        fig6_rise=_seeds(inference.paired, e6[-1, 0], e6[0, 0], "greater"),
+        fig6_over_pi=_seeds(inference.paired, e6[-1, 0], np.asarray(result["fig6"]["pi_energy_ratio"], dtype=float)[0], "greater"),
+        fig6_subopt=_seeds(inference.paired, e6[-1, -1], e6[-1, 0], "less"),
+        fig6_closer=_seeds(inference.paired, w6[-1, -1], w6[-1, 0], "less"),
+        fig7_towards=[_seeds(inference.paired, w7[-1, k], w7[0, k], "less") for k in range(len(betas))],
+        fig7_rise=_seeds(inference.paired, e7[-1, -1], e7[0, -1], "greater"),
+        fig9_align=_seeds(inference.paired, np.asarray(result["fig9"]["align"], dtype=float)[-1, -1],
+                                    np.asarray(result["fig9"]["align"], dtype=float)[-1, 0], "greater"),
+        fig9_closer=_seeds(inference.paired, w9[-1, -1], w9[-1, 0], "less"),
+    )
+    return out
+
+
+@claims_for("lowtemp-gradient-flow-beta")
+def gradient_flow_beta_claims(result: dict[str, Any], cfg: GradientFlowBetaConfig) -> list[ledger.Claim]:
+    """App. C.3, Figures 6, 7 and 9, from :func:`gradient_flow_beta_summary`: each sentence of the paper
+    as a declared test at :data:`companion.ledger.ALPHA`, paired by seed (every beta starts from the same
+    tokens). Our former marks (:data:`TOL_ALIGN`, :data:`TOL_ENERGY`, :data:`TOL_ENERGY_PI`,
+    :data:`W2_CONTRAST`, :data:`TOL_SWITCH`, :data:`TOL_OPT`) are printed in the rows, not judged.
+
+    Examples
+    --------
+    >>> one = lambda *v: np.array(v, dtype=float)[None, :, None] * np.ones((2, 1, 3)) + np.array([[[0.0, 0.01, -0.01]]]) * [[[0]], [[1]]]
+    >>> f6 = {"w2": one(1.4, 0.1), "align": one(1.0, 1.0), "energy_ratio": one(1.0, 0.5) - 0.3 * np.array([1, 0])[:, None, None],
+    ...       "pi_energy_ratio": np.array([[0.8, 0.8, 0.8], [0.5, 0.5, 0.5]]), "switched": np.zeros((2, 3))}
+    >>> f7 = {"w2": one(0.1, 0.0) + 0.9 * np.array([1, 0])[:, None, None], "align": one(1.0, 1.0),
+    ...       "energy_ratio": one(0.99, 0.99) - 0.5 * np.array([1, 0])[:, None, None], "switched": np.zeros((2, 3))}
+    >>> f9 = {"w2": one(0.8, 0.1), "align": one(0.6, 0.99), "energy_ratio": None, "switched": np.zeros((2, 3))}
+    >>> cfg = GradientFlowBetaConfig(betas=(0.1, 100.0))
+    >>> r = {"betas": np.array([0.1, 100.0]), "fig6": f6, "fig7": f7, "fig9": f9}
+    >>> [c.status for c in gradient_flow_beta_claims(r, cfg)]
+    ['reproduced', 'reproduced', 'reproduced', 'reproduced', 'reproduced']
+    >>> away = dict(f7, w2=one(0.1, 0.0)[::-1] + 0.9 * np.array([0, 1])[:, None, None])  # W2 grows at every beta
+    >>> swapped = {"betas": r["betas"], "fig6": dict(f6, energy_ratio=one(0.5, 1.0) - 0.3 * np.array([1, 0])[:, None, None], w2=one(0.1, 1.4)),
+    ...            "fig7": away, "fig9": dict(f9, align=one(0.99, 0.6), w2=one(0.1, 0.8))}
+    >>> [c.status for c in gradient_flow_beta_claims(swapped, cfg)]
+    ['not-reproduced', 'not-reproduced', 'not-reproduced', 'reproduced', 'not-reproduced']
+    """
+    s = gradient_flow_beta_summary(result)
+    f6, f7, f9 = s["fig6"], s["fig7"], s["fig9"]
     bs, bl = f"{cfg.betas[0]:g}", f"{cfg.betas[-1]:g}"
-    last = lambda a: np.asarray(a)[-1]  # noqa: E731  (K, trials) at t1
-    w2ratio = lambda r: float(last(r["w2"])[-1].mean() / max(last(r["w2"])[0].mean(), 1e-300))  # noqa: E731
-    where = f"t = {cfg.t1:g}, worst of {cfg.trials} seeds"
-    # Fig. 6
-    dirac = float(last(f6["energy_ratio"])[0].min())
-    al6 = float(last(f6["align"])[-1].min())
-    e6 = float(np.max(np.abs(last(f6["energy_ratio"])[-1] - np.asarray(f6["pi_energy_ratio"])[-1])))
-    c6 = w2ratio(f6)
-    # Fig. 7
-    al7 = float(last(f7["align"]).min())
-    sw7 = float(np.max(f7["switched"]))
-    opt7 = float(last(f7["energy_ratio"])[-1].min())
-    # Fig. 9
-    al9_l, al9_s = float(last(f9["align"])[-1].min()), float(last(f9["align"])[0].max())
-    c9 = w2ratio(f9)
+    seeds = f"{s['seeds']} seeds, paired; t = {cfg.t1:g}"
+    towards = ledger.cases({f"beta = {b:g}": _effect(o) for b, o in zip(cfg.betas, s["fig7_towards"])})
     return [
         ledger.Claim(
             id="B-fig6-max-small-beta-dirac", paper="B", where="App. C.3, Fig. 6",
             statement=f"$B = V$ positive definite (ours: $\\mathrm{{diag}}{tuple(cfg.pd_diag)}$), $\\beta = {bs}$: "
-                      "one Dirac at $\\pm v_{\\max}(B)$, the energy optimum",
-            verdict=ledger.verdict(1.0 - dirac, TOL_ENERGY), measured=dirac, expected=1.0, tolerance=TOL_ENERGY,
-            uncertainty=f"min energy ratio E_B(mu_t)/E_B(delta_v), {where}"),
+                      "the tokens converge towards the energy optimum, one Dirac at $\\pm v_{\\max}(B)$",
+            quote=("For small values of $\\beta$, the iteration indeed converges towards an energetically optimal state, which "
+                   "is a single Dirac."),
+            basis="paper",
+            test=(f"two paired one-sided t tests at level ALPHA, both needed: at beta = {bs} the energy ratio E_B(mu_t)/E_B(rho_opt) "
+                  "rises from t = 0 to the end, and ends above that of Pi_# mu_0 (the two-pole state the paper contrasts); the "
+                  f"worst seed's ratio against 1 - {TOL_ENERGY:g} is printed, not judged"),
+            verdict=ledger.worst(_effect(s["fig6_rise"]), _effect(s["fig6_over_pi"])),
+            measured={"energy_ratio": float(f6["energy"][0]), "worst_seed": float(f6["energy_min"][0]),
+                      "pi_energy_ratio": float(f6["pi_energy"][0])},
+            expected=f"rising, above Pi's (printed: worst seed >= {1 - TOL_ENERGY:g})", tolerance=None,
+            uncertainty=f"{seeds}; one-sided p = {_pv(s['fig6_rise'])} (rises), {_pv(s['fig6_over_pi'])} (above Pi's)"),
         ledger.Claim(
             id="B-fig6-max-large-beta-near-pi", paper="B", where="App. C.3, Fig. 6",
-            statement=f"Same matrices, $\\beta = {bl}$: the tokens stay near $\\Pi_\\sharp\\rho_0$, at its "
-                      f"(suboptimal) energy, $W_2$ at most ${W2_CONTRAST:g}\\times$ that at $\\beta = {bs}$",
-            verdict=ledger.worst(ledger.verdict(1.0 - al6, TOL_ALIGN), ledger.verdict(e6, TOL_ENERGY_PI),
-                                 ledger.verdict(c6, W2_CONTRAST)),
-            measured={"min_alignment": al6, "energy_ratio_minus_pi": e6, "w2_ratio_large_small": c6},
-            expected={"alignment": f">= {1 - TOL_ALIGN:g}", "energy": f"within {TOL_ENERGY_PI:g}", "w2_ratio": f"<= {W2_CONTRAST:g}"},
-            uncertainty=where),
+            statement=f"Same matrices, $\\beta = {bl}$: convergence towards energetically suboptimal states, closer to "
+                      f"$\\Pi_\\sharp\\rho_0$ than at $\\beta = {bs}$",
+            quote=("For larger values of $\\beta$, one instead observes convergence towards energetically suboptimal states, "
+                   "which are closer to ${\\Pi }_{♯}{\\rho }_0^n$."),
+            basis="paper",
+            test=(f"two paired one-sided t tests at level ALPHA, both needed: at beta = {bl} the final energy ratio is below that "
+                  f"at beta = {bs} (suboptimal), and W2(mu_t, Pi_# mu_0) is below that at beta = {bs} (closer). Printed, not "
+                  f"judged: the worst alignment against 1 - {TOL_ALIGN:g}, |energy - Pi's energy| against {TOL_ENERGY_PI:g}, "
+                  f"the W2 ratio against {W2_CONTRAST:g}"),
+            verdict=ledger.worst(_effect(s["fig6_subopt"]), _effect(s["fig6_closer"])),
+            measured={"energy_ratio": float(f6["energy"][-1]), "w2_ratio_large_small": f6["w2_ratio"],
+                      "min_alignment": f6["align_min"], "energy_ratio_minus_pi": f6.get("energy_minus_pi")},
+            expected={"energy": f"below beta = {bs}", "w2": f"below beta = {bs}",
+                      "printed": f"alignment >= {1 - TOL_ALIGN:g}, energy within {TOL_ENERGY_PI:g} of Pi's, W2 ratio <= {W2_CONTRAST:g}"},
+            tolerance=None,
+            uncertainty=f"{seeds}; one-sided p = {_pv(s['fig6_subopt'])} (suboptimal), {_pv(s['fig6_closer'])} (closer)"),
         ledger.Claim(
             id="B-fig7-nsd-pi-every-beta", paper="B", where="App. C.3, Fig. 7",
             statement=f"$B = V$ negative semi-definite (ours: $\\mathrm{{diag}}{tuple(cfg.nsd_diag)}$): convergence towards "
                       f"$\\Pi_\\sharp\\rho_0$ even for small $\\beta$ ({bs} to {bl})",
-            verdict=ledger.graded([ledger.verdict(1.0 - al7, TOL_ALIGN)], [ledger.verdict(sw7, TOL_SWITCH)]),
-            measured={"min_alignment": al7, "max_switched_fraction": sw7},
-            expected={"alignment": f">= {1 - TOL_ALIGN:g} (needed)", "switched": f"<= {TOL_SWITCH:g} (else partly)"},
-            uncertainty=where),
+            quote=("In Figure 7, we observe that even for small values of $\\beta$, we indeed obtain convergence of "
+                   "${\\rho }_t^{\\beta ,n}$ towards ${\\Pi }_{♯}{\\rho }_0^n$."),
+            basis="paper",
+            test=("at every beta, a paired one-sided t test at level ALPHA that W2(mu_t, Pi_# mu_0) at the end lies below its "
+                  "value at t = 0 (towards Pi_# mu_0); the cases are the betas. Printed, not judged: the largest fraction of "
+                  f"tokens ending on the other pole (against {TOL_SWITCH:g}, a mark of ours: it shrinks like n^-1/2, so a "
+                  "finite n cannot reach a fixed mark with certainty) and the worst alignment with E"),
+            verdict=towards,
+            measured={"w2_end_over_start_largest": f7["w2_end_over_start_max"],
+                      "max_switched_fraction": f7["switched_max"], "min_alignment": f7["align_min"]},
+            expected={"w2": "falls at every beta", "printed": f"switched <= {TOL_SWITCH:g}, alignment >= {1 - TOL_ALIGN:g}"},
+            tolerance=None,
+            uncertainty=f"{seeds}; one-sided p per beta: {', '.join(_pv(o) for o in s['fig7_towards'])}"),
         ledger.Claim(
             id="B-fig7-nsd-large-beta-optimal", paper="B", where="App. C.3, Fig. 7",
-            statement=f"Same matrices, $\\beta = {bl}$: an energetically optimal state, "
-                      "$\\mathcal{E}_B(\\mu_t)/\\mathcal{E}_B(\\tfrac12(\\delta_v + \\delta_{-v})) \\approx 1$",
-            verdict=ledger.verdict(1.0 - opt7, TOL_OPT), measured=opt7, expected=f">= {1 - TOL_OPT:g}", tolerance=TOL_OPT,
-            uncertainty=f"{where}; finite-n shortfall (q_+ - q_-)^2 (derived)"),
+            statement=f"Same matrices, $\\beta = {bl}$: convergence towards an energetically optimal state, "
+                      "$\\mathcal{E}_B(\\mu_t)/\\mathcal{E}_B(\\tfrac12(\\delta_v + \\delta_{-v}))$ rising towards 1",
+            quote="Moreover, we also obtain convergence towards energetically optimal states for large values of $\\beta$.",
+            basis="paper",
+            test=(f"a paired one-sided t test at level ALPHA that the energy ratio at beta = {bl} rises from t = 0 to the end; "
+                  f"the worst seed's ratio against 1 - {TOL_OPT:g} is printed (at finite n the two poles hold q_+ != 1/2 of "
+                  "the tokens and the ratio tends to 1 - (q_+ - q_-)^2, derived)"),
+            verdict=_effect(s["fig7_rise"]),
+            measured={"energy_ratio": float(f7["energy"][-1]), "worst_seed": float(f7["energy_min"][-1]),
+                      "pi_energy_ratio": None if "pi_energy" not in f7 else float(f7["pi_energy"][-1])},
+            expected=f"rising towards 1 (printed: worst seed >= {1 - TOL_OPT:g})", tolerance=None,
+            uncertainty=f"{seeds}; one-sided p = {_pv(s['fig7_rise'])}"),
         ledger.Claim(
             id="B-fig9-min-pd-large-beta-only", paper="B", where="App. C.3, Fig. 9",
             statement=f"$B = -V$ positive definite (ours: $\\mathrm{{diag}}{tuple(cfg.pd_diag)}$): alignment with $E$ and "
-                      f"$W_2$ convergence to $\\Pi_\\sharp\\rho_0$ only for larger $\\beta$ ({bl}, not {bs})",
-            verdict=ledger.worst(ledger.verdict(1.0 - al9_l, TOL_ALIGN), ledger.verdict(1.0 - al9_s, TOL_ALIGN, better="higher"),
-                                 ledger.verdict(c9, W2_CONTRAST)),
-            measured={"alignment_large_beta": al9_l, "alignment_small_beta": al9_s, "w2_ratio_large_small": c9},
-            expected={"alignment_large": f">= {1 - TOL_ALIGN:g}", "alignment_small": f"< {1 - TOL_ALIGN:g}",
-                      "w2_ratio": f"<= {W2_CONTRAST:g}"}, uncertainty=where),
+                      f"$W_2$ convergence to $\\Pi_\\sharp\\rho_0$ only for larger $\\beta$ ({bl} against {bs})",
+            quote="We see alignment and Wasserstein convergence only for larger values of $\\beta$.",
+            basis="paper",
+            test=(f"two paired one-sided t tests at level ALPHA, both needed: at beta = {bl} the final mean |P_E x|^2 is above, and "
+                  f"W2(mu_t, Pi_# mu_0) below, their values at beta = {bs}. Printed, not judged: the alignments against "
+                  f"1 - {TOL_ALIGN:g} and the W2 ratio against {W2_CONTRAST:g}"),
+            verdict=ledger.worst(_effect(s["fig9_align"]), _effect(s["fig9_closer"])),
+            measured={"alignment_large_beta": float(f9["align"][-1]), "alignment_small_beta": float(f9["align"][0]),
+                      "w2_ratio_large_small": f9["w2_ratio"]},
+            expected={"alignment": f"higher at beta = {bl}", "w2": f"lower at beta = {bl}",
+                      "printed": f"alignment >= {1 - TOL_ALIGN:g} only at large beta, W2 ratio <= {W2_CONTRAST:g}"},
+            tolerance=None,
+            uncertainty=f"{seeds}; one-sided p = {_pv(s['fig9_align'])} (alignment), {_pv(s['fig9_closer'])} (W2)"),
     ]

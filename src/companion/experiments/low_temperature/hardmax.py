@@ -10,7 +10,7 @@ import torch
 from ... import fits, init, ledger, models
 from ...integrate import simulate
 from ...models.hardmax import HardmaxAttention
-from ...registry import PaperScale, claims_for, experiment
+from ...registry import PaperScale, claims_for, experiment, summary_for
 from ._shared import FIG3_B, FIG3_V, config_of
 
 __all__ = [
@@ -18,16 +18,19 @@ __all__ = [
     "hardmax",
     "plot_hardmax",
     "hardmax_claims",
+    "hardmax_summary",
+    "HARDMAX_ROUNDING",
     "HARDMAX_GAP_FLOOR",
     "HARDMAX_EXPONENT",
     "TOL_HARDMAX_EXP",
 ]
 
-# App. C.1: the trajectories of Algorithm 1 with a hardmax and of Algorithm 2 must differ (the smallest
-# gap above HARDMAX_GAP_FLOOR, far above rounding) ...
+# App. C.1: the trajectories of Algorithm 1 with a hardmax and of Algorithm 2 must differ: the smallest
+# gap above HARDMAX_ROUNDING, the float64 rounding of 100 Euler steps of O(1) numbers (judged). Printed,
+# not judged: the gap against HARDMAX_GAP_FLOOR, and (derived here) its decay like the distance from y*(x)
+# to the nearest token of a quasi-uniform lattice, n^(-1/2) on S^2, exponent against HARDMAX_EXPONENT.
+HARDMAX_ROUNDING = 1e-12
 HARDMAX_GAP_FLOOR = 1e-3
-# ... and, derived here, the gap shrinks like the distance from y*(x) to the nearest token of a
-# quasi-uniform lattice, n^(-1/2) on S^2: the fitted exponent within TOL_HARDMAX_EXP of 1/2.
 HARDMAX_EXPONENT = 0.5
 TOL_HARDMAX_EXP = 0.1
 
@@ -132,11 +135,27 @@ def hardmax(cfg: HardmaxConfig, generator: torch.Generator, device: str) -> dict
             "exponent": -fit["slope"]}
 
 
+@summary_for("lowtemp-hardmax")
+def hardmax_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Every number the chapter and :func:`hardmax_claims` read: the smallest RMS gap of the trajectories
+    over n, the fitted exponent a of gap ~ n^-a and its R^2, and the ns.
+
+    Examples
+    --------
+    >>> hardmax_summary({"gap": np.array([0.13, 0.05]), "exponent": 0.48, "ns": np.array([100, 800]), "fit": {"r2": 0.99}})
+    {'smallest_gap': 0.05, 'exponent': 0.48, 'r2': 0.99, 'ns': [100.0, 800.0]}
+    """
+    return {"smallest_gap": float(np.min(result["gap"])), "exponent": float(result["exponent"]),
+            "r2": float(result["fit"]["r2"]) if "fit" in result else None,
+            "ns": [float(n) for n in result.get("ns", [])]}
+
+
 @claims_for("lowtemp-hardmax")
 def hardmax_claims(result: dict[str, Any], cfg: HardmaxConfig) -> list[ledger.Claim]:
-    """App. C.1: the hardmax Algorithm 1 and Algorithm 2 differ at every n (smallest gap above
-    :data:`HARDMAX_GAP_FLOOR`; needed), by a gap that shrinks like n^(-1/2) (fitted exponent within
-    :data:`TOL_HARDMAX_EXP` of :data:`HARDMAX_EXPONENT`; else partly).
+    """App. C.1, from :func:`hardmax_summary`: the hardmax Algorithm 1 and Algorithm 2 differ at every n
+    (the smallest gap above :data:`HARDMAX_ROUNDING`, the rounding of the trajectories). The exponent of
+    the gap's decay against :data:`HARDMAX_EXPONENT` (derived) and the gap against
+    :data:`HARDMAX_GAP_FLOOR` are printed, not judged.
 
     Examples
     --------
@@ -146,16 +165,19 @@ def hardmax_claims(result: dict[str, Any], cfg: HardmaxConfig) -> list[ledger.Cl
     >>> [c.status for c in hardmax_claims(dict(r, gap=np.array([1e-15, 1e-15])), HardmaxConfig())]  # the same algorithm twice
     ['not-reproduced']
     """
-    smallest, a = float(np.min(result["gap"])), float(result["exponent"])
+    s = hardmax_summary(result)
     ns = ", ".join(f"{n:g}" for n in cfg.ns)
     return [
         ledger.Claim(
             id="B-appC1-hardmax-not-alg2", paper="B", where="App. C.1",
-            statement=f"Algorithm 1 with a hardmax is not Algorithm 2 at finite $n$: the gap at $t = {cfg.t1:g}$ "
-                      f"shrinks like $n^{{-1/2}}$ (derived; $n = {ns}$)",
-            verdict=ledger.graded([ledger.verdict(smallest, HARDMAX_GAP_FLOOR, better="higher")],
-                                  [ledger.verdict(abs(a - HARDMAX_EXPONENT), TOL_HARDMAX_EXP)]),
-            measured={"smallest_gap": smallest, "exponent_n": a},
-            expected={"gap": f">= {HARDMAX_GAP_FLOOR:g}", "exponent": HARDMAX_EXPONENT}, tolerance=TOL_HARDMAX_EXP,
-            uncertainty=f"seed mean of {cfg.trials} lattice rotations"),
+            statement=f"Algorithm 1 with a hardmax is not Algorithm 2 at finite $n$ (trajectories at $t = {cfg.t1:g}$, $n = {ns}$)",
+            quote="In the finite-particle case, however, this does not recover Algorithm 2.",
+            basis="paper",
+            test=(f"the smallest RMS gap between the two schemes' trajectories over n above {HARDMAX_ROUNDING:g} (float64 "
+                  "rounding of the trajectories). Printed, derived and not judged: the gap's decay exponent against "
+                  f"{HARDMAX_EXPONENT:g} (the lattice spacing n^-1/2), the gap against {HARDMAX_GAP_FLOOR:g}"),
+            verdict=ledger.verdict(s["smallest_gap"], HARDMAX_ROUNDING, better="higher"),
+            measured={"smallest_gap": s["smallest_gap"], "exponent_n": s["exponent"]},
+            expected={"gap": f"> {HARDMAX_ROUNDING:g}", "printed": f"exponent {HARDMAX_EXPONENT:g} (derived)"},
+            tolerance=HARDMAX_ROUNDING, uncertainty=f"seed mean of {cfg.trials} lattice rotations"),
     ]

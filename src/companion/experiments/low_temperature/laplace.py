@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from ... import fits, init, ledger
-from ...registry import PaperScale, claims_for, experiment
+from ...registry import PaperScale, claims_for, experiment, summary_for
 from ...theory import low_temperature as lt
 from ._shared import F64, RATE_R2, RATE_SLOPE, TOL_RATE_SLOPE
 
@@ -19,6 +19,7 @@ __all__ = [
     "laplace",
     "plot_laplace",
     "laplace_claims",
+    "laplace_summary",
     "LAPLACE_B",
     "LAPLACE_WEIGHTS",
     "LAPLACE_CENTRES",
@@ -36,8 +37,8 @@ LAPLACE_B = torch.tensor([[1.0, 0.4, 0.0], [0.0, 0.8, 0.3], [0.2, 0.0, 1.5]], dt
 LAPLACE_WEIGHTS = (0.5, 0.3, 0.2)
 LAPLACE_CENTRES = ((0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, -0.6, 0.8))
 LAPLACE_KAPPAS = (0.0, 4.0, 8.0)
-# Without Assumption 3 (a cap cut out around y*(x)) the error at the largest beta must sit within
-# TOL_HOLE (relative) of its limit 1 - cos r: at beta = 1e4 the closed form is 0.2 % above the limit.
+# Without Assumption 3 (a cap cut out around y*(x)) the error at the largest beta sits near its limit
+# 1 - cos r (at beta = 1e4 the closed form is 0.2 % above it): printed against TOL_HOLE, not judged.
 TOL_HOLE = 0.05
 
 
@@ -181,42 +182,84 @@ def laplace(cfg: LaplaceConfig, generator: torch.Generator, device: str) -> dict
     }
 
 
-@claims_for("lowtemp-laplace")
-def laplace_claims(result: dict[str, Any], cfg: LaplaceConfig) -> list[ledger.Claim]:
-    """Lemma 5: for the positive density the worst token's error decays at least like
-    sqrt(log(beta+1)/beta) (log-log slope against the rate at least :data:`RATE_SLOPE`, within
-    :data:`TOL_RATE_SLOPE`, on a line: R^2 at least :data:`RATE_R2`); without Assumption 3 the error
-    stays at its limit 1 - cos r (within :data:`TOL_HOLE`, relative, at the largest beta).
+@summary_for("lowtemp-laplace")
+def laplace_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Every number the chapter and :func:`laplace_claims` read: the log-log slope of the worst error
+    against sqrt(log(beta+1)/beta) and its R^2, the exponent a of error ~ beta^-a, the range over
+    directions of the error over our leading term at the largest beta, the error with a hole against its
+    limit 1 - cos r, and ``hole_over_positive``: at the largest beta, the error with a hole over the worst
+    error for the positive density.
 
     Examples
     --------
-    >>> r = {"fit_rate": {"slope": 2.0, "r2": 0.99}, "exponent": 1.0, "err_max": np.array([0.5, 1e-4]),
-    ...      "leading_max": np.array([0.4, 1e-4]), "quad_vs_closed": 1e-16, "hole_err": np.array([0.6, 0.0448]),
-    ...      "hole_limit": 0.0447}
+    >>> r = {"fit_rate": {"slope": 2.0, "r2": 0.99}, "exponent": 1.0, "err": np.array([[0.5, 0.4], [1e-4, 2e-4]]),
+    ...      "err_max": np.array([0.5, 2e-4]), "leading": np.array([[0.4, 0.4], [1e-4, 2e-4]]), "leading_max": np.array([0.4, 2e-4]),
+    ...      "quad_vs_closed": 1e-16, "hole_err": np.array([0.6, 0.0448]), "hole_limit": 0.0447, "config": {"tokens": 2}}
+    >>> s = laplace_summary(r)
+    >>> s["lead_lo"], s["lead_hi"], round(s["hole_over_positive"])
+    (1.0, 1.0, 224)
+    """
+    err, lead = np.asarray(result["err"], dtype=float), np.asarray(result["leading"], dtype=float)
+    ratio = err[-1] / lead[-1]
+    err_last = float(result["err_max"][-1])
+    hole = float(result["hole_err"][-1])
+    return {"slope": float(result["fit_rate"]["slope"]), "r2": float(result["fit_rate"]["r2"]),
+            "exponent": float(result["exponent"]), "err_last": err_last,
+            "err_over_leading": err_last / float(result["leading_max"][-1]),
+            "lead_lo": float(ratio.min()), "lead_hi": float(ratio.max()),
+            "quad_vs_closed": float(result["quad_vs_closed"]), "hole_err": hole, "hole_limit": float(result["hole_limit"]),
+            "hole_over_limit": hole / float(result["hole_limit"]), "hole_over_positive": hole / err_last,
+            "tokens": result.get("config", {}).get("tokens")}
+
+
+@claims_for("lowtemp-laplace")
+def laplace_claims(result: dict[str, Any], cfg: LaplaceConfig) -> list[ledger.Claim]:
+    """Lemma 5, from :func:`laplace_summary`: for a positive density the worst token's error decays at
+    least like sqrt(log(beta+1)/beta) (our reading of the lost lemma: a log-log slope against that rate
+    of at least :data:`RATE_SLOPE`); without Assumption 3 the field is a poorer approximation than with it,
+    even at the largest beta (the error with a hole above the positive density's). The error's match
+    with its limit 1 - cos r against :data:`TOL_HOLE` is printed, not judged.
+
+    Examples
+    --------
+    >>> r = {"fit_rate": {"slope": 2.0, "r2": 0.99}, "exponent": 1.0, "err": np.array([[0.5], [1e-4]]), "err_max": np.array([0.5, 1e-4]),
+    ...      "leading": np.array([[0.4], [1e-4]]), "leading_max": np.array([0.4, 1e-4]), "quad_vs_closed": 1e-16,
+    ...      "hole_err": np.array([0.6, 0.0448]), "hole_limit": 0.0447}
     >>> [c.status for c in laplace_claims(r, LaplaceConfig())]
     ['reproduced', 'reproduced']
-    >>> bad = dict(r, fit_rate={"slope": 0.1, "r2": 0.99}, hole_err=np.array([0.6, 1e-4]))  # a law with no hole
+    >>> bad = dict(r, fit_rate={"slope": 0.5, "r2": 0.99}, hole_err=np.array([0.6, 1e-5]))  # slower than the rate; a law with no hole
     >>> [c.status for c in laplace_claims(bad, LaplaceConfig())]
     ['not-reproduced', 'not-reproduced']
     """
-    s, r2 = float(result["fit_rate"]["slope"]), float(result["fit_rate"]["r2"])
-    floor = RATE_SLOPE - TOL_RATE_SLOPE
-    err_last, lead_last = float(result["err_max"][-1]), float(result["leading_max"][-1])
-    hole, limit = float(result["hole_err"][-1]), float(result["hole_limit"])
+    s = laplace_summary(result)
     bmax = f"{cfg.betas[-1]:g}"
     return [
         ledger.Claim(
             id="B-lemma5-laplace-rate", paper="B", where="Lemma 5, Sec. 4.1",
             statement="For a positive density on $S^2$ the softmax mean approaches $y^*(x) = B^\\top x/|B^\\top x|$ "
-                      f"at least like $\\sqrt{{\\log(\\beta+1)/\\beta}}$ ($\\beta \\le {bmax}$)",
-            verdict=ledger.verdict(s, floor, better="higher", scale=TOL_RATE_SLOPE) if r2 >= RATE_R2 else ledger.verdict(False),
-            measured={"slope_vs_rate": s, "r2": r2, "exponent_beta": float(result["exponent"]),
-                      f"err_at_beta_{bmax}": err_last, "err_over_leading_term": err_last / lead_last,
-                      "quadrature_vs_closed_form": float(result["quad_vs_closed"])},
-            expected=f"slope >= {RATE_SLOPE:g}", tolerance=TOL_RATE_SLOPE),
+                      f"at least like $\\sqrt{{\\log(\\beta+1)/\\beta}}$ ($\\beta \\le {bmax}$; our reading of the lost lemma)",
+            quote=("It employs the quantitative Laplace principle from Lemma 5, see also [27], to control the discrepancy between "
+                   "the vector fields of the continuity equations (2) and (3)."),
+            basis="reading",
+            test=("Lemma 5's statement is lost; we read its rate as the sqrt(log(beta+1)/beta) that Proposition 6 inherits "
+                  f"from it: the log-log slope of the worst error over directions against that rate at least {RATE_SLOPE:g} "
+                  f"(the rate's own exponent; the former allowance {TOL_RATE_SLOPE:g} and R^2 >= {RATE_R2:g} are printed)"),
+            verdict=ledger.verdict(s["slope"], RATE_SLOPE, better="higher"),
+            measured={"slope_vs_rate": s["slope"], "r2": s["r2"], "exponent_beta": s["exponent"],
+                      f"err_at_beta_{bmax}": s["err_last"], "err_over_leading_term": s["err_over_leading"],
+                      "quadrature_vs_closed_form": s["quad_vs_closed"]},
+            expected=f"slope >= {RATE_SLOPE:g}", tolerance=RATE_SLOPE),
         ledger.Claim(
-            id="B-lemma5-assumption3-needed", paper="B", where="Lemma 5, Sec. 2 (Assumption 3)",
-            statement=f"Without Assumption 3 the error stays at its limit $1 - \\cos r$ at $\\beta = {bmax}$ "
-                      f"(a cap of radius $r = {cfg.hole_radius:g}$ cut out around $y^*(x)$)",
-            verdict=ledger.verdict(abs(hole / limit - 1), TOL_HOLE), measured=hole, expected=limit, tolerance=TOL_HOLE),
+            id="B-lemma5-assumption3-needed", paper="B", where="Sec. 2 (Assumption 3)",
+            statement=f"Without Assumption 3 the field is a poor approximation even at $\\beta = {bmax}$: the error with a cap "
+                      f"of radius $r = {cfg.hole_radius:g}$ cut out around $y^*(x)$ exceeds that for a positive density",
+            quote=("Loosely speaking, for token distributions ${\\rho }_t^{\\beta }$ with zero mass on open subsets of the sphere, "
+                   "the vector field in (2) is a poor approximation of the one in (3) even for large $\\beta$."),
+            basis="paper",
+            test=(f"at beta = {bmax}, the error with the hole over the worst error for the positive density at least 1 (poorer); "
+                  f"printed, not judged: the error with the hole against its limit 1 - cos r (derived), within {TOL_HOLE:g}"),
+            verdict=ledger.verdict(s["hole_over_positive"], 1.0, better="higher"),
+            measured={"hole_error": s["hole_err"], "over_positive_density": s["hole_over_positive"],
+                      "over_limit_1_minus_cos_r": s["hole_over_limit"]},
+            expected="> 1 (printed: the limit 1 - cos r = " + f"{s['hole_limit']:.4g})", tolerance=1.0),
     ]

@@ -10,7 +10,7 @@ import torch
 
 from ... import fits, init, ledger, metrics, models
 from ...integrate import simulate
-from ...registry import PaperScale, claims_for, experiment
+from ...registry import PaperScale, claims_for, experiment, summary_for
 from ...theory import low_temperature as lt
 from ._shared import F64, FIG3_B, FIG3_V, RATE_R2, RATE_SLOPE, TOL_RATE_SLOPE, config_of, simulate_betas
 
@@ -19,6 +19,7 @@ __all__ = [
     "rate_in_beta",
     "plot_rate_in_beta",
     "rate_in_beta_claims",
+    "rate_in_beta_summary",
     "NONSYM_M",
     "NONSYM_V",
 ]
@@ -148,43 +149,80 @@ def rate_in_beta(cfg: RateInBetaConfig, generator: torch.Generator, device: str)
     }
 
 
+@summary_for("lowtemp-rate-in-beta")
+def rate_in_beta_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Every number the chapter and :func:`rate_in_beta_claims` read: the log-log slope of the coupling
+    distance against sqrt(log(beta+1)/beta) (symmetric and, where run, non-symmetric M), its R^2, the
+    exponent a of distance ~ beta^-a, and the run's n and t.
+
+    Examples
+    --------
+    >>> r = {"fit_rate": {"slope": 1.8, "r2": 0.99}, "exponent": 0.6, "config": {"n": 100, "t1": 1.0}}
+    >>> s = rate_in_beta_summary(r)
+    >>> s["slope"], s["slope_nonsym"], s["n"]
+    (1.8, None, 100)
+    """
+    cfg = result.get("config", {})
+    nonsym = result.get("fit_rate_nonsym")
+    return {"slope": float(result["fit_rate"]["slope"]), "r2": float(result["fit_rate"]["r2"]),
+            "exponent": float(result["exponent"]),
+            "slope_nonsym": None if nonsym is None else float(nonsym["slope"]),
+            "r2_nonsym": None if nonsym is None else float(nonsym["r2"]),
+            "n": int(cfg["n"]) if "n" in cfg else None, "t": float(cfg["t1"]) if "t1" in cfg else None}
+
+
+_PROP6 = ("Still, the quantitative stability result from Proposition 6, stating that $W_2({\\rho }_t^{\\beta },{\\rho }_t)\\le "
+          "2\\sqrt{\\text{nicefrac}\\log (\\beta +1)\\beta }(e^{C_{1}t}-e^{C_{0}t})$, is true without A2.")
+_THM1 = ("In fact, Proposition 6 in Section 4.1 states that $W_2({\\rho }_t^{\\beta },{\\rho }_t)\\le 2\\sqrt{\\text{nicefrac}\\log "
+         "(\\beta +1)\\beta }(e^{C_{1}t}-e^{C_{0}t})$, which quantifies (Bruno et al., 2025a, Theorem 3.2).")
+_READING = ("the bound's constants C_0, C_1 are not recovered (NOTES.md), so a measurement cannot be compared with the "
+            "bound itself; we read it as its shape at fixed t: the distance falls at least as fast as "
+            "sqrt(log(beta+1)/beta), a log-log slope against it of at least 1 (the rate's own exponent, no tolerance "
+            f"added; the former allowance of {TOL_RATE_SLOPE:g} and R^2 >= {RATE_R2:g} are printed, not judged)")
+
+
 @claims_for("lowtemp-rate-in-beta")
 def rate_in_beta_claims(result: dict[str, Any], cfg: RateInBetaConfig) -> list[ledger.Claim]:
-    """Theorem 1's rate: the log-log slope of the distance against sqrt(log(beta+1)/beta) is at least
-    :data:`RATE_SLOPE` (within :data:`TOL_RATE_SLOPE`) on a line (R^2 at least :data:`RATE_R2`).
-    The same on a non-symmetric M (App. C.2: Prop. 6 without A2). The theorem's constants are not
-    checkable (a not-checkable row says so).
+    """Proposition 6's rate, read as its shape (the constants are lost): the log-log slope of the
+    distance against sqrt(log(beta+1)/beta) is at least :data:`RATE_SLOPE`; the same on a non-symmetric
+    M (the bound "is true without A2"). The constants themselves are not checkable.
 
     Examples
     --------
     >>> r = {"fit_rate": {"slope": 1.8, "r2": 1.0}, "exponent": 0.59, "fit_rate_nonsym": {"slope": 1.5, "r2": 1.0}}
     >>> [c.status for c in rate_in_beta_claims(r, RateInBetaConfig())]
     ['reproduced', 'reproduced', 'not-checkable']
-    >>> slow = dict(r, fit_rate={"slope": 0.5, "r2": 1.0})  # decays slower than the rate
+    >>> slow = dict(r, fit_rate={"slope": 0.9, "r2": 1.0})  # decays slower than the rate
     >>> rate_in_beta_claims(slow, RateInBetaConfig())[1].status
     'not-reproduced'
     """
-    s, r2 = float(result["fit_rate"]["slope"]), float(result["fit_rate"]["r2"])
-    floor = RATE_SLOPE - TOL_RATE_SLOPE
+    s = rate_in_beta_summary(result)
     rows = []
-    if "fit_rate_nonsym" in result:
-        sn, r2n = float(result["fit_rate_nonsym"]["slope"]), float(result["fit_rate_nonsym"]["r2"])
+    if s["slope_nonsym"] is not None:
         rows.append(ledger.Claim(
             id="B-appC2-prop6-nonsymmetric", paper="B", where="Prop. 6, Sec. 2, App. C.2",
             statement="Without A2 (ours: Fig. 3's $M$ plus $1/2$ at $(1, 2)$), $W_2(\\rho^\\beta_t, \\rho_t)$ still decays "
-                      "at least like $\\sqrt{\\log(\\beta+1)/\\beta}$",
-            verdict=ledger.verdict(sn, floor, better="higher", scale=TOL_RATE_SLOPE) if r2n >= RATE_R2 else ledger.verdict(False),
-            measured={"slope_vs_rate": sn, "r2": r2n}, expected=f"slope >= {RATE_SLOPE:g}", tolerance=TOL_RATE_SLOPE))
+                      "at least like $\\sqrt{\\log(\\beta+1)/\\beta}$ (our reading of the bound: its constants are lost)",
+            quote=_PROP6, basis="reading",
+            test=f"the log-log slope of the coupling distance against the rate at least {RATE_SLOPE:g}: {_READING}",
+            verdict=ledger.verdict(s["slope_nonsym"], RATE_SLOPE, better="higher"),
+            measured={"slope_vs_rate": s["slope_nonsym"], "r2": s["r2_nonsym"]}, expected=f"slope >= {RATE_SLOPE:g}",
+            tolerance=RATE_SLOPE))
     return rows + [
         ledger.Claim(
             id="B-thm1-rate-beta", paper="B", where="Thm. 1, Prop. 6",
             statement="At fixed $t$, $W_2(\\rho^\\beta_t, \\rho_t)$ decays at least like $\\sqrt{\\log(\\beta+1)/\\beta}$ "
-                      "(log-log slope against it $\\ge 1$)",
-            verdict=ledger.verdict(s, floor, better="higher", scale=TOL_RATE_SLOPE) if r2 >= RATE_R2 else ledger.verdict(False),
-            measured={"slope_vs_rate": s, "exponent_beta": float(result["exponent"])}, expected=f"slope >= {RATE_SLOPE:g}",
-            tolerance=TOL_RATE_SLOPE),
+                      "(our reading of the bound: its constants are lost)",
+            quote=_THM1, basis="reading",
+            test=f"the log-log slope of the coupling distance (an upper bound of W2) against the rate at least {RATE_SLOPE:g}: {_READING}",
+            verdict=ledger.verdict(s["slope"], RATE_SLOPE, better="higher"),
+            measured={"slope_vs_rate": s["slope"], "exponent_beta": s["exponent"], "r2": s["r2"]},
+            expected=f"slope >= {RATE_SLOPE:g}", tolerance=RATE_SLOPE),
         ledger.Claim(
             id="B-thm1-constants", paper="B", where="Thm. 1, Prop. 6, Cor. 4",
-            statement="The constants $C$, $c$, $C_0$, $C_1$ and the exact assumptions of Theorem 1 and Prop. 6",
+            statement="The constants $C$, $c$, $C_0$, $C_1$ of Theorem 1 and Prop. 6, and Theorem 1's exact assumptions",
+            quote=_THM1, basis="paper",
+            test="not checkable: the copy states the bound with C_0, C_1 but gives no values, and NOTES.md lists Theorem 1's "
+                 "constants and assumptions and Prop. 6's C_0, C_1 as not recovered; nothing to compare with",
             verdict=ledger.NOT_CHECKABLE),
     ]

@@ -10,7 +10,7 @@ import torch
 
 from ... import fits, init, ledger, metrics, models
 from ...integrate import simulate
-from ...registry import PaperScale, claims_for, experiment
+from ...registry import PaperScale, claims_for, experiment, summary_for
 from ...theory import low_temperature as lt
 from ._shared import F64, FIG3_B, FIG3_V, save_grid
 
@@ -19,6 +19,7 @@ __all__ = [
     "zero_temperature_rate",
     "plot_zero_temperature_rate",
     "zero_temperature_rate_claims",
+    "zero_temperature_rate_summary",
     "general_pair",
     "decay_rate",
     "BOUND_RATIO",
@@ -29,9 +30,9 @@ __all__ = [
 
 # Cor. 2's bound: the measured W2 over the bound, maximised over t, seeds and p, must not exceed 1.
 BOUND_RATIO = 1.0
-# Cor. 2 is an upper bound: W2 must decay at least at its rate p* gamma / sigma_max(B). A faster decay
-# agrees with it; a rate more than 10 % below it fails (our allowance for a fit over 2.5-4 time units,
-# where the bound's constant sqrt(2 V_p) still weighs; the paper states no tolerance).
+# Cor. 2 is an upper bound; that W2 decays at least at its rate p* gamma / sigma_max(B) is our
+# derivation, judged within the measured numerical error of a rate read off its window. The former
+# allowance of 10 % (ours) is kept for old call sites only and decides nothing.
 TOL_RATE_REL = 0.1
 # Lemma 9: Pi(x_t) = Pi(x_0) exactly along eq. (3), Euler steps included (each step moves P_E x along
 # itself); 1e-9 is far above the rounding (1e-15) and far below a real drift.
@@ -255,80 +256,142 @@ def _general_run(cfg: ZeroTemperatureRateConfig, generator: torch.Generator, dev
     }
 
 
-def _seed_ratios(result: dict[str, Any], cfg: ZeroTemperatureRateConfig) -> str | None:
-    """The range over seeds of each regime's rate over the bound's, from the stored W2 curves (None
-    when the result carries no per-seed curves)."""
-    parts = []
-    for name, window, key in (("large", cfg.window_mf, "predicted_mean_field"), ("small", cfg.window_late, "predicted_late")):
-        w = np.asarray(result[name].get("w2", []), dtype=float)
-        if w.ndim != 2 or w.shape[0] != len(result.get("ts", [])):
-            return None
-        r = [decay_rate(result["ts"], w[:, s], window) / float(result[key]) for s in range(w.shape[1])]
-        parts.append(f"{'mean field' if name == 'large' else 'finite n'} {min(r):.3f} to {max(r):.3f}")
-    return "rate over the bound's rate, range over seeds: " + "; ".join(parts)
+def _window_rates(result: dict[str, Any], name: str, window: Any, predicted: float, dt: float) -> dict[str, Any]:
+    """One regime's rate over the bound's rate: the seed-mean curve's, each seed's, and the numerical
+    error of reading a rate off the window: the drift of the local rate between the window's halves
+    plus Euler's shift of a rate r, r dt / 2 (relative, both over ``predicted``)."""
+    ts = np.asarray(result["ts"], dtype=float)
+    w = np.asarray(result[name]["w2"], dtype=float)
+    a, b = float(window[0]), float(window[1])
+    mean = w.mean(-1)
+    drift = abs(decay_rate(ts, mean, (a, (a + b) / 2)) - decay_rate(ts, mean, ((a + b) / 2, b))) / predicted
+    return {"ratio": decay_rate(ts, mean, (a, b)) / predicted,
+            "seeds": [decay_rate(ts, w[:, s], (a, b)) / predicted for s in range(w.shape[1])],
+            "error": drift + predicted * dt / 2}
+
+
+@summary_for("lowtemp-zero-temperature-rate")
+def zero_temperature_rate_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Every number the chapter and :func:`zero_temperature_rate_claims` read: the largest ratio of W2
+    to Corollary 2's bound, the measured rates and their ratios to the bound's (with the numerical error
+    of a rate read off a finite window, where the result has per-seed curves), and the general example's
+    Pi drift, Prop. 8 and Lemma 7 ratios.
+
+    Examples
+    --------
+    >>> ts = np.linspace(0, 10, 41)
+    >>> part = lambda r: {"n": 10, "bound_ratio": {0.5: 0.5}, "pi_drift": 0.0, "w2": np.exp(-r * ts)[:, None] * [1.0, 1.1]}
+    >>> gen = {"d": 4, "dim_E": 2, "offdiag": 0.5, "pi_drift": 1e-15, "prop8_ratio": {0.5: 0.9}, "lemma7_ratio": {0.5: 0.7}}
+    >>> r = {"ts": ts, "large": part(1.0), "small": part(2.0), "rate_mean_field": 1.0, "rate_late": 2.0,
+    ...      "predicted_mean_field": 1.0, "predicted_late": 2.0, "general": gen,
+    ...      "config": {"window_mf": (1.0, 3.5), "window_late": (6.0, 10.0), "dt": 0.01}}
+    >>> s = zero_temperature_rate_summary(r)
+    >>> s["bound_ratio"], round(s["rates"]["mean_field"]["ratio"], 6), round(s["rates"]["finite_n"]["error"], 6)
+    (0.5, 1.0, 0.01)
+    """
+    cfg = result.get("config", {})
+    gen = result["general"]
+    out = {
+        "bound_ratio": max(float(v) for name in ("large", "small") for v in result[name]["bound_ratio"].values()),
+        "rate_mean_field": float(result["rate_mean_field"]), "rate_late": float(result["rate_late"]),
+        "predicted_mean_field": float(result["predicted_mean_field"]), "predicted_late": float(result["predicted_late"]),
+        "q_mean_field": float(result["rate_mean_field"]) / float(result["predicted_mean_field"]),
+        "q_late": float(result["rate_late"]) / float(result["predicted_late"]),
+        "pi_drift": float(gen["pi_drift"]), "prop8": max(float(v) for v in gen["prop8_ratio"].values()),
+        "lemma7": max(float(v) for v in gen["lemma7_ratio"].values()),
+        "n_large": int(result["large"]["n"]), "rates": None,
+    }
+    curves = all(np.ndim(result[k].get("w2", [])) == 2 for k in ("large", "small")) and "ts" in result and "window_mf" in cfg
+    if curves:
+        dt = float(cfg.get("dt", 0.01))
+        out["rates"] = {"mean_field": _window_rates(result, "large", cfg["window_mf"], out["predicted_mean_field"], dt),
+                        "finite_n": _window_rates(result, "small", cfg["window_late"], out["predicted_late"], dt)}
+    return out
+
+
+_COR2 = ("It is easy to verify that for $t\\ge t_1$ it holds $\\sqrt{2{\\mathcal{V}}_p({\\rho }_0)}\\exp \\left(-\\text{nicefrac}p"
+         "\\gamma {\\sigma }_{\\max }(B)t\\right)\\le \\frac{\\epsilon }{2}$")
 
 
 @claims_for("lowtemp-zero-temperature-rate")
 def zero_temperature_rate_claims(result: dict[str, Any], cfg: ZeroTemperatureRateConfig) -> list[ledger.Claim]:
-    """Corollary 2, Lemma 9, Prop. 8 and Lemma 7: the bound holds (max ratio at most
-    :data:`BOUND_RATIO`) and, Corollary 2 being an upper bound, W2 decays at least at its rate
-    p* gamma / sigma_max(B) (measured over predicted at least 1 - :data:`TOL_RATE_REL`; faster is
-    consistent); on the general example Pi(x_t) = Pi(x_0) within :data:`TOL_PI_DRIFT` and V_p decays
-    at Prop. 8's rate (ratio at most :data:`PROP8_RATIO`); Lemma 7 holds for every law, so its row
-    records the slack, not-checkable.
+    """Corollary 2, Lemma 9, Prop. 8 and Lemma 7, from :func:`zero_temperature_rate_summary`: W2 stays
+    below Corollary 2's bound (ratio at most :data:`BOUND_RATIO`); the measured rates are at least the
+    bound's (derived; within the numerical error of a rate read off a finite window); Pi(x_t) = Pi(x_0)
+    within :data:`TOL_PI_DRIFT`; V_p exceeds Prop. 8's decay by at most Euler's slack
+    (:data:`PROP8_RATIO` - 1); Lemma 7's inequality holds along the flow (ratio at most 1).
 
     Examples
     --------
-    >>> part = {"bound_ratio": {0.5: 0.5}, "pi_drift": 0.0}
+    >>> part = {"n": 10, "bound_ratio": {0.5: 0.5}, "pi_drift": 0.0}
     >>> gen = {"d": 4, "dim_E": 2, "offdiag": 0.5, "pi_drift": 1e-15, "prop8_ratio": {0.5: 0.9}, "lemma7_ratio": {0.5: 0.7}}
     >>> r = {"large": part, "small": part, "rate_mean_field": 0.99, "rate_late": 2.02,
     ...      "predicted_mean_field": 1.0, "predicted_late": 2.0, "general": gen}
-    >>> [c.status for c in zero_temperature_rate_claims(r, ZeroTemperatureRateConfig())][:4]
-    ['reproduced', 'reproduced', 'reproduced', 'reproduced']
-    >>> [c.status for c in zero_temperature_rate_claims(dict(r, rate_mean_field=2.0), ZeroTemperatureRateConfig())][:4]
-    ['reproduced', 'reproduced', 'reproduced', 'reproduced']
-    >>> [c.status for c in zero_temperature_rate_claims(dict(r, rate_mean_field=0.7), ZeroTemperatureRateConfig())][:4]
-    ['reproduced', 'not-reproduced', 'reproduced', 'reproduced']
+    >>> [c.status for c in zero_temperature_rate_claims(r, ZeroTemperatureRateConfig())]   # no curves: the rate row cannot be judged
+    ['reproduced', 'not-checkable', 'reproduced', 'reproduced', 'reproduced']
+    >>> bad = dict(r, general=dict(gen, prop8_ratio={0.5: 1.2}, lemma7_ratio={0.5: 1.3}), large=dict(part, bound_ratio={0.5: 1.5}))
+    >>> [c.status for c in zero_temperature_rate_claims(bad, ZeroTemperatureRateConfig())]
+    ['not-reproduced', 'not-checkable', 'reproduced', 'not-reproduced', 'not-reproduced']
     """
-    ratio = max(float(v) for name in ("large", "small") for v in result[name]["bound_ratio"].values())
-    rate_ratio = {"mean_field": float(result["rate_mean_field"]) / float(result["predicted_mean_field"]),
-                  "finite_n": float(result["rate_late"]) / float(result["predicted_late"])}
-    rate = ledger.worst(*(ledger.verdict(v, 1 - TOL_RATE_REL, better="higher", scale=TOL_RATE_REL)
-                          for v in rate_ratio.values()))
+    s = zero_temperature_rate_summary(result)
     gen = result["general"]
-    drift = float(gen["pi_drift"])
-    prop8 = max(float(v) for v in gen["prop8_ratio"].values())
-    lemma7 = max(float(v) for v in gen["lemma7_ratio"].values())
     where_gen = (f"$d = {int(gen['d'])}$, $\\dim E = {int(gen['dim_E'])}$, $M$ not diagonal, $B$ not orthogonal, "
                  f"{cfg.n_small} tokens x {cfg.trials} seeds")
     ps = ", ".join(f"{p:g}" for p in cfg.ps)
+    if s["rates"] is not None:
+        named = {label: ledger.verdict(max(0.0, 1.0 - r["ratio"]), r["error"])
+                 for label, r in (("mean field", s["rates"]["mean_field"]), ("finite n", s["rates"]["finite_n"]))}
+        rate = ledger.cases(named)
+        rate_measured = {k: r["ratio"] for k, r in s["rates"].items()}
+        rate_tol = {k: r["error"] for k, r in s["rates"].items()}
+        rate_unc = "rate over the bound's rate, range over seeds: " + "; ".join(
+            f"{k.replace('_', ' ')} {min(r['seeds']):.3f} to {max(r['seeds']):.3f}" for k, r in s["rates"].items())
+    else:
+        rate, rate_measured, rate_tol, rate_unc = ledger.NOT_CHECKABLE, {"mean_field": s["q_mean_field"], "finite_n": s["q_late"]}, None, None
     return [
         ledger.Claim(
-            id="B-cor2-bound", paper="B", where="Cor. 2",
+            id="B-cor2-bound", paper="B", where="Cor. 2 (its bound as App. A.3 uses it)",
             statement=f"$W_2(\\rho_t, \\Pi_\\sharp\\rho_0) \\le \\sqrt{{2\\mathcal{{V}}_p(\\rho_0)}}\\, e^{{-p\\gamma t/\\sigma_{{\\max}}(B)}}$ "
-                      f"for $p = {ps}$ (max ratio over $t$, seeds, $n$)",
-            verdict=ledger.verdict(ratio, BOUND_RATIO), measured=ratio, expected=f"<= {BOUND_RATIO:g}", tolerance=BOUND_RATIO),
+                      f"for $p = {ps}$ (max ratio over $t$, seeds, $n$); Corollary 2's own statement is lost, its bound is "
+                      "read from the proof of Corollary 4",
+            quote=_COR2, basis="reading",
+            test=(f"the largest ratio of W2 to the bound over saved times, seeds, both n and every p at most {BOUND_RATIO:g} "
+                  "(the bound itself; W2 computed exactly by a sort)"),
+            verdict=ledger.verdict(s["bound_ratio"], BOUND_RATIO), measured=s["bound_ratio"], expected=f"<= {BOUND_RATIO:g}",
+            tolerance=BOUND_RATIO),
         ledger.Claim(
             id="B-cor2-rate-gap", paper="B", where="Cor. 2",
-            statement="$W_2$ decays at least at the bound's rate $p^*\\gamma/\\sigma_{\\max}(B)$ "
-                      "(measured over bound rate; mean field $p^* = 1/2$, finite $n$ $p = 1$; 10 % fit allowance ours)",
-            verdict=rate, measured=rate_ratio,
-            expected={"mean_field": f">= {1 - TOL_RATE_REL:g} (bound rate {float(result['predicted_mean_field']):.4g})",
-                      "finite_n": f">= {1 - TOL_RATE_REL:g} (bound rate {float(result['predicted_late']):.4g})"},
-            tolerance=TOL_RATE_REL, uncertainty=_seed_ratios(result, cfg)),
+            statement="$W_2$ decays at least at the bound's rate $p^*\\gamma/\\sigma_{\\max}(B)$ (derived from the bound: "
+                      "mean field $p^* = 1/2$, a supremum by Section 2's example; finite $n$ $p = 1$)",
+            quote=_COR2, basis="derived",
+            test=("per regime, the rate of the seed-mean W2 over the bound's rate, its shortfall below 1 at most the numerical "
+                  "error of a rate read off the fit window (the drift of the local rate between the window's halves plus "
+                  "Euler's shift r dt / 2); the former 10 % allowance is gone"),
+            verdict=rate, measured=rate_measured, expected=">= 1 (bound rate 1 mean field, 2 finite n)", tolerance=rate_tol,
+            uncertainty=rate_unc),
         ledger.Claim(
             id="B-lemma9-pi-invariant", paper="B", where="Lemma 9",
             statement=f"$\\Pi(x_t) = \\Pi(x_0)$ along eq. (3) ({where_gen}, max $|M_{{ij}}|_{{i \\ne j}} = {float(gen['offdiag']):.2g}$)",
-            verdict=ledger.verdict(drift, TOL_PI_DRIFT), measured=drift, expected=0.0, tolerance=TOL_PI_DRIFT),
+            quote="Then it holds ${\\Pi }_{♯}{\\rho }_t={\\Pi }_{♯}{\\rho }_0$ for all $t\\in [0,T]$.", basis="paper",
+            test=(f"the largest |Pi(x_t) - Pi(x_0)| over tokens and saved times at most {TOL_PI_DRIFT:g} (Euler steps move "
+                  "P_E x along itself, so only rounding, about 1e-15, remains)"),
+            verdict=ledger.verdict(s["pi_drift"], TOL_PI_DRIFT), measured=s["pi_drift"], expected=0.0, tolerance=TOL_PI_DRIFT),
         ledger.Claim(
             id="B-prop8-vp-decay", paper="B", where="Prop. 8",
             statement=f"$\\mathcal{{V}}_p(\\rho_t) \\le \\mathcal{{V}}_p(\\rho_0)\\, e^{{-2p\\gamma t/\\sigma_{{\\max}}(B)}}$ along eq. (3), "
-                      f"$p = {ps}$ ({where_gen})",
-            verdict=ledger.verdict(prop8, PROP8_RATIO, scale=PROP8_RATIO - 1), measured=prop8, expected="<= 1",
+                      f"$p = {ps}$ ({where_gen}); Prop. 8's statement is lost, its rate is read as twice Corollary 2's",
+            quote="where ${\\mathcal{V}}_p({\\rho }_t)$ decays exponentially fast thanks to Proposition 8", basis="reading",
+            test=(f"the largest excess of V_p(t) / (V_p(0) e^(-2 p gamma t / sigma_max)) over 1, over t > 0 and p, at most "
+                  f"{PROP8_RATIO - 1:g} (Euler's O(dt) error, dt = 0.01, on the measured path)"),
+            verdict=ledger.verdict(s["prop8"] - 1.0, PROP8_RATIO - 1.0), measured=s["prop8"], expected="<= 1",
             tolerance=PROP8_RATIO - 1),
         ledger.Claim(
-            id="B-lemma7-w2-vp", paper="B", where="Lemma 7",
-            statement="$W_2(\\mu, \\Pi_\\sharp\\mu)^2 \\le 2\\mathcal{V}_p(\\mu)$ holds token by token, so cannot fail; "
-                      "measured: its slack along eq. (3)",
-            verdict=ledger.NOT_CHECKABLE, measured=lemma7, expected="<= 1 (for every law)"),
+            id="B-lemma7-w2-vp", paper="B", where="Lemma 7, Sec. 4.2",
+            statement="$W_2(\\rho_t, \\Pi_\\sharp\\rho_t)^2 \\le 2\\mathcal{V}_p(\\rho_t)$ along eq. (3) "
+                      f"({where_gen}, $p = {ps}$)",
+            quote=("$W_2^2({\\rho }_t,{\\Pi }_{♯}{\\rho }_0)=W_2^2({\\rho }_t,{\\Pi }_{♯}{\\rho }_t)\\le 2{\\mathcal{V}}_p({\\rho }_t)$"),
+            basis="paper",
+            test=("the largest ratio of the coupling cost (x to Pi(x), an upper bound of W2) to sqrt(2 V_p), over saved times and "
+                  "p, at most 1; the inequality holds token by token, so this checks our computation of both sides"),
+            verdict=ledger.verdict(s["lemma7"], 1.0), measured=s["lemma7"], expected="<= 1", tolerance=1.0),
     ]
