@@ -72,12 +72,12 @@ def test_a_stored_replicate_is_the_same_computation_judged_now(name, label):
 
 
 @pytest.mark.skipif(not replicate.replicates("llm-training-indomain"), reason="no replicate of llm-training-indomain stored")
-def test_readme_quotes_the_in_domain_replicate():
+def test_bench_readme_quotes_the_in_domain_replicate():
     from pathlib import Path
 
     from companion.store import load_run
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text().replace("\n", " ")
+    readme = (Path(__file__).resolve().parents[1] / "bench" / "results" / "README.md").read_text().replace("\n", " ")
     _, result, meta = replicate.replicates("llm-training-indomain")[-1]
     stored, stored_meta = load_run("llm-training-indomain", "full")
     rows, runs = replicate.verdicts(stored_meta, meta), replicate.training_runs(stored, result)

@@ -1,4 +1,4 @@
-"""The full profiles re-timed alone (bench/full_profiles.py): the README's quotes read the stored parts,
+"""The full profiles re-timed alone (bench/full_profiles.py): bench/results/README.md's quotes read the stored parts,
 and every part is a real rerun that agreed with the stored result."""
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from companion.registry import registry
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_readme_quotes_each_whole_chapter_re_timed():
+def test_bench_readme_quotes_each_whole_chapter_re_timed():
     timed = pages.retimed()
     assert timed, "no re-timing parts under bench/results/*/full-profiles"
-    readme = (ROOT / "README.md").read_text().replace("\n", " ")
+    readme = (ROOT / "bench" / "results" / "README.md").read_text().replace("\n", " ")
     stored = {n for n in registry() if (ROOT / "data" / "results" / n / "full.json").exists()}
     quoted = 0
     for chapter in {e.chapter for e in registry().values() if not e.chapter.startswith("_")}:
@@ -26,9 +26,9 @@ def test_readme_quotes_each_whole_chapter_re_timed():
 
 
 def test_every_rerun_succeeded_and_each_changed_verdict_is_reported():
-    """A rerun may judge a row otherwise (a result in its own right); the README and the Status page
+    """A rerun may judge a row otherwise (a result in its own right); bench/results/README.md and the Status page
     must then say which row and why, so a change nobody looked at fails here."""
-    readme = (ROOT / "README.md").read_text().replace("\n", " ")
+    readme = (ROOT / "bench" / "results" / "README.md").read_text().replace("\n", " ")
     for name, t in pages.retimed().items():
         assert t["rc"] == 0, (name, t.get("error"))
         r = t["rerun"]
