@@ -233,6 +233,9 @@ def linear_rates_summary(result: dict[str, Any]) -> dict[str, Any]:
             "tie_gap_max": float(np.max(kr["gap"][ties])) if ties else math.nan,
             "mismatched": [b for b, w in zip(betas, wrong) if w],
             "mismatched_resolved": [b for b, w, r in zip(betas, wrong, kr["resolved"]) if w and r],
+            # the chapter's sentence on the near-ties reads this: whether the argmax is right there too
+            "ties_word": ("right too" if not any(w for w, r in zip(wrong, kr["resolved"]) if not r) else
+                          "wrong at beta = " + ", ".join(f"{b:g}" for b, w, r in zip(betas, wrong, kr["resolved"]) if w and not r)),
             "gap": kr["gap"].tolist(), "resolution_error": kr["rate_error"].tolist()}
 
 

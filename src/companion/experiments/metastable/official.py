@@ -218,6 +218,9 @@ def _ensemble_summary(e: dict[str, Any]) -> dict[str, Any]:
             "neighbour_ratio": ratio, "advantage": float(int(e["n"]) ** ((1 - ratio) / 2)),
             "frac": float(np.mean(counts == k)), "ever": float(np.mean(seen)), "centre_errors": errs.tolist(),
             "median_error": float(np.median(errs)) if errs.size else math.nan,
+            # the chapter's sentences comparing the median error with chance and with the printed 0.1 rad read these
+            "chance_word": "below" if errs.size and np.median(errs) < math.pi / (2 * k) else "not below",
+            "tol_word": "more than" if errs.size and np.median(errs) > TOL_CENTRE else "less than",
             # a cluster placed at random lies a uniform distance in [0, pi/k] from the nearest predicted angle
             "chance_error": math.pi / (2 * k),
             "counts_text": ", ".join(f"{v}: {c}" for v, c in zip(values.tolist(), n_of.tolist())),
