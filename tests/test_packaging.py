@@ -488,6 +488,28 @@ def test_makefile_installs_with_the_constraints():
     assert rule and {"pyproject.toml", ".ci/constraints.txt"} <= set(rule.group(1).split()), rule and rule.group(0)
 
 
+def test_readme_install_keeps_the_installed_torch(tmp_path):
+    """The README's way into an existing environment (a constraint on the torch that is there), tried
+    offline on this environment: pip would install the package and nothing else."""
+    readme = (ROOT / "README.md").read_text()
+    assert "pip freeze | grep -i '^torch==' > keep-torch.txt" in readme
+    m = re.search(r"pip install -c keep-torch\.txt -e '\.\[([a-z,]+)\]'", readme)
+    assert m, "README.md: no `pip install -c keep-torch.txt -e '.[extras]'` line"
+    freeze = _run([sys.executable, "-m", "pip", "freeze", "--disable-pip-version-check"], cwd=tmp_path).stdout
+    keep = [ln for ln in freeze.splitlines() if re.match(r"(?i)torch==", ln)]
+    assert keep, "no torch in this environment"
+    (tmp_path / "keep-torch.txt").write_text(keep[0] + "\n")
+    src = tmp_path / "src-copy"  # pip prepares the project in its tree: a copy keeps the repository clean
+    shutil.copytree(ROOT / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, src / name)
+    report = tmp_path / "report.json"
+    _run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--no-build-isolation", "--quiet",
+          "--disable-pip-version-check", "--report", str(report), "-c", "keep-torch.txt", f"{src}[{m.group(1)}]"], cwd=tmp_path)
+    would = [i["metadata"]["name"] for i in json.loads(report.read_text())["install"]]
+    assert would == ["companion"], f"pip would also install or replace {would}"
+
+
 def _uv() -> str | None:
     exe = Path(sys.executable).parent / "uv"
     return str(exe) if exe.exists() else shutil.which("uv")
