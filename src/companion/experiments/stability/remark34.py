@@ -204,12 +204,13 @@ def remark34_claims(result: dict[str, Any], cfg: Remark34Config) -> list[ledger.
     """
     s = remark34_summary(result)
     return [ledger.Claim(
-        id="A-remark3.4", paper="A", where="Remark 3.4, eq. (17)", quote=QUOTE_17, basis="paper",
+        id="A-remark3.4", paper="A", where="Remark 3.4, eq. (17)", quote=QUOTE_17, basis="reading",
         test=("'\\simeq' gives no accuracy; a leading-order formula in the drift theta = |u1 - u1~| errs by a relative "
               "O(theta): the row takes the largest (relative error of (17) as printed) / theta over the ranks, against 1 "
               "(our reading of the order, with constant 1; the relative errors themselves are printed)"),
         statement=r"With $E$ and $\Lambda$ commuting, $\|X - \tilde X\|^2$ per token "
-                  r"$\simeq \sum_j \alpha_j^2/(\lambda_1 - \lambda_j - e_j)^2$ (measured: the largest relative error over "
+                  r"$\simeq \sum_j \alpha_j^2/(\lambda_1 - \lambda_j - e_j)^2$, read as leading order in the drift "
+                  r"$\theta$ (the remark gives no accuracy; our reading: relative error at most $\theta$) (measured: the largest relative error over "
                   rf"ranks, {s['err_printed']:.2g}; {s['err_with_a']:.2g} with $\lambda_1 + a$; the drift {s['rises']} "
                   "with the rank, as the remark says higher-rank updates can forget more)",
         verdict=ledger.verdict(s["err_over_theta"], 1.0), measured=s["err_printed"],
