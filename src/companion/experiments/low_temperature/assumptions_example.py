@@ -223,6 +223,7 @@ def assumptions_example_summary(result: dict[str, Any]) -> dict[str, Any]:
     z = np.abs(est - exp) / ses
     return {"cases": int(len(ks)), "finite_cases": int((pred > 1).sum()),
             "agree": bool(np.all((pred > 1) == np.isfinite(closed))),
+            "agree_word": "exactly" if np.all((pred > 1) == np.isfinite(closed)) else "not exactly",
             "max_z": float(z.max()), "max_rel_alpha": float(np.max(np.abs(alpha / pred - 1))),
             "match": inference.matches(est, ses, exp, trials - 1), "trials": trials, "n": cfg.get("n"),
             "pairs": [(int(k), float(p)) for k, p in zip(ks, ps)]}

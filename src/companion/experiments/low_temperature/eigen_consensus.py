@@ -220,10 +220,14 @@ def eigen_consensus_summary(result: dict[str, Any]) -> dict[str, Any]:
             "field_non_eigen": float(np.min(result["field_non_eigen"])),
             "growth": [float(g) for g in growth], "top": top, "top_growth": float(growth[top]),
             "top_decays": bool(growth[top] < 0),
+            "top_word": "has every rate negative" if growth[top] < 0 else "has a rate of at least 0",
+            "others_word": ("each have a positive rate" if all(growth[i] > 0 for i in range(len(growth)) if i != top)
+                            else "do not all have a positive rate"),
             "others_grow": bool(all(growth[i] > 0 for i in range(len(growth)) if i != top)),
             "rel_err": float(np.max(np.abs(meas / pred[None] - 1))),
             "beta_change": float(np.abs(meas[0] - meas[-1]).max()),
-            "betas": [float(b) for b in result.get("betas", [])]}
+            "betas": [float(b) for b in result.get("betas", [])],
+            "betas_text": ", ".join(f"{float(b):g}" for b in result.get("betas", []))}
 
 
 @claims_for("lowtemp-eigen-consensus")

@@ -206,6 +206,7 @@ def gradient_flow_summary(result: dict[str, Any]) -> dict[str, Any]:
                                     "norm": float(last(r, "mean_norm").mean())}
     small, inf = result["small"], result["inf"]
     out["small_worst"] = float(min(last(small, "mean_norm").min(), last(small, "align_F").min()))
+    out["small_peak_E"] = float(np.asarray(small["align_E"], dtype=float).mean(-1).max())
     out["inf_worst"] = float(last(inf, "align_E").min())
     out["small_F"] = _seeds(inference.mean_effect, last(small, "align_F"), UNIFORM_LINE, "greater")
     out["small_one"] = _seeds(inference.paired, last(small, "mean_norm"), np.asarray(small["mean_norm"], dtype=float)[0], "greater")

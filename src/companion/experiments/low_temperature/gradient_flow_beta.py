@@ -231,7 +231,8 @@ def gradient_flow_beta_summary(result: dict[str, Any]) -> dict[str, Any]:
     """
     betas = np.asarray(result["betas"], dtype=float)
     cfg = result.get("config", {})
-    out: dict[str, Any] = {"betas": betas, "n": cfg.get("n"), "seeds": int(np.asarray(result["fig6"]["w2"]).shape[-1])}
+    out: dict[str, Any] = {"betas": betas, "betas_text": ", ".join(f"{b:g}" for b in betas), "n": cfg.get("n"),
+                           "seeds": int(np.asarray(result["fig6"]["w2"]).shape[-1])}
     for name in ("fig6", "fig7", "fig9"):
         r = result[name]
         w2, al = np.asarray(r["w2"], dtype=float), np.asarray(r["align"], dtype=float)

@@ -143,11 +143,11 @@ def hardmax_summary(result: dict[str, Any]) -> dict[str, Any]:
     Examples
     --------
     >>> hardmax_summary({"gap": np.array([0.13, 0.05]), "exponent": 0.48, "ns": np.array([100, 800]), "fit": {"r2": 0.99}})
-    {'smallest_gap': 0.05, 'exponent': 0.48, 'r2': 0.99, 'ns': [100.0, 800.0]}
+    {'smallest_gap': 0.05, 'exponent': 0.48, 'r2': 0.99, 'ns': [100.0, 800.0], 'ns_text': '100, 800'}
     """
     return {"smallest_gap": float(np.min(result["gap"])), "exponent": float(result["exponent"]),
             "r2": float(result["fit"]["r2"]) if "fit" in result else None,
-            "ns": [float(n) for n in result.get("ns", [])]}
+            "ns": [float(n) for n in result.get("ns", [])], "ns_text": ", ".join(f"{float(n):g}" for n in result.get("ns", []))}
 
 
 @claims_for("lowtemp-hardmax")

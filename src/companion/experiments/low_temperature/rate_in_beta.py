@@ -159,8 +159,8 @@ def rate_in_beta_summary(result: dict[str, Any]) -> dict[str, Any]:
     --------
     >>> r = {"fit_rate": {"slope": 1.8, "r2": 0.99}, "exponent": 0.6, "config": {"n": 100, "t1": 1.0}}
     >>> s = rate_in_beta_summary(r)
-    >>> s["slope"], s["slope_nonsym"], s["n"]
-    (1.8, None, 100)
+    >>> s["slope"], s["slope_nonsym"], s["n"], s["word"]
+    (1.8, None, 100, 'faster than')
     """
     cfg = result.get("config", {})
     nonsym = result.get("fit_rate_nonsym")
@@ -168,7 +168,8 @@ def rate_in_beta_summary(result: dict[str, Any]) -> dict[str, Any]:
             "exponent": float(result["exponent"]),
             "slope_nonsym": None if nonsym is None else float(nonsym["slope"]),
             "r2_nonsym": None if nonsym is None else float(nonsym["r2"]),
-            "n": int(cfg["n"]) if "n" in cfg else None, "t": float(cfg["t1"]) if "t1" in cfg else None}
+            "n": int(cfg["n"]) if "n" in cfg else None, "t": float(cfg["t1"]) if "t1" in cfg else None,
+            "word": "faster than" if float(result["fit_rate"]["slope"]) > RATE_SLOPE else "no faster than"}
 
 
 _PROP6 = ("Still, the quantitative stability result from Proposition 6, stating that $W_2({\\rho }_t^{\\beta },{\\rho }_t)\\le "

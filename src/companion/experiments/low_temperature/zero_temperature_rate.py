@@ -301,6 +301,9 @@ def zero_temperature_rate_summary(result: dict[str, Any]) -> dict[str, Any]:
         "lemma7": max(float(v) for v in gen["lemma7_ratio"].values()),
         "n_large": int(result["large"]["n"]), "rates": None,
     }
+    out["bound_word"] = "holds" if out["bound_ratio"] <= BOUND_RATIO else "fails"
+    out["lemma7_word"] = "holds" if out["lemma7"] <= 1.0 else "fails"
+    out["q_gap_max"] = max(abs(1.0 - out["q_mean_field"]), abs(1.0 - out["q_late"]))
     curves = all(np.ndim(result[k].get("w2", [])) == 2 for k in ("large", "small")) and "ts" in result and "window_mf" in cfg
     if curves:
         dt = float(cfg.get("dt", 0.01))
