@@ -279,7 +279,7 @@ def aniso_adapters_claims(result: dict[str, Any], cfg: AnisoAdaptersConfig) -> l
                   "(leading order in kappa); measured/derived per covariance, worst case printed",
         quote=_QUOTE_ANISO, basis="derived",
         test="per covariance, the null 'measured level / derived level = 1' by a two-sided z test at the ledger's level "
-             "(covariances are independent draws); all holding supports, any failing leaves it inconclusive (the law is "
+             "(covariances are independent draws); all holding supports, all failing refutes, some failing leaves it inconclusive (the law is "
              "leading order in kappa, so a few-percent gap may be its remainder: a scan in kappa would decide, not more trials)",
         verdict=ledger.answer(level_v), measured=s["worst_ratio"], expected=1.0,
         tolerance=f"two-sided z test at {ledger.ALPHA:g} per covariance",
