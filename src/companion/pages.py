@@ -15,52 +15,22 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .ledger import at_edge
 from .provenance import repo_root
-from .store import code_status, load_from, load_run, results_dir, stale
+from .store import code_status, load_run, results_dir, stale
 
-__all__ = ["show_stored", "stored_full", "show_full", "figure_sources", "chapter_times", "machine", "source_line",
+__all__ = ["show_full", "figure_sources", "chapter_times", "machine", "source_line",
            "retimed", "paper_figure", "verdict_box", "numbers_table", "ledger_table", "book_figures", "count_line", "section_link",
            "STATUS_CLASSES", "BASIS_WORDS", "paper_order", "claims_frame", "rereading", "rereading_counts"]
 
 
-def show_stored(name: str, profile: str = "full", root: Path | str | None = None) -> dict[str, Any] | None:
-    """Load a stored result for a chapter and print one line saying where it comes from.
-
-    Prints the commit, date, device and run time from the provenance, or, when nothing is stored,
-    the command that makes it. Returns the result dict (see :func:`load_run`) or None.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from companion.runner import run_experiment
-    >>> root = Path(tempfile.mkdtemp())
-    >>> show_stored("intro-consensus", root=root) is None
-    no stored full-profile result; run: python -m companion run intro-consensus --profile full
-    True
-    >>> _ = run_experiment("intro-consensus", "full", out=results_dir(root), params={"n": 4, "t1": 1.0}, figure=False)
-    >>> result = show_stored("intro-consensus", root=root)  # doctest: +ELLIPSIS
-    stored full profile: commit ..., device cpu, ... s; code current
-    >>> result["p_sim"].shape
-    (21, 3)
-    """
-    stored = load_run(name, profile, root)
-    if stored is None:
-        print(f"no stored {profile}-profile result; run: python -m companion run {name} --profile {profile}")
-        return None
-    result, meta = stored
-    print(_stored_line(name, profile, meta, root))
-    return result
-
-
-
-def _stored_line(name: str, profile: str, meta: Mapping[str, Any], root: Path | str | None) -> str:
+def _stored_line(exp, profile: str, meta: Mapping[str, Any], root: Path | str | None) -> str:
     """Where a stored result comes from: commit, date, device, run time (its parts' included) and
     whether its code is the code now (:func:`companion.store.code_status`)."""
-    wall, _, parts = _parts_times(results_dir(root) / name / "parts")
+    wall, _, parts = _parts_times(results_dir(root) / exp.name / "parts")
     own = _seconds(meta)
     took = ("? s (no wall time recorded)" if own is None else
             f"{own + wall:.0f} s ({parts} parts, {wall:.0f} s, then assembled)" if parts else f"{own:.0f} s")
     return (f"stored {profile} profile: commit {str(meta.get('commit') or '?')[:10]}, {str(meta.get('created', '?'))[:10]}, "
-            f"device {_device(meta)}, {took}; code " + code_status(name, meta).removeprefix("code "))
+            f"device {_device(meta)}, {took}; code " + code_status(exp, meta).removeprefix("code "))
 
 
 def _seconds(meta: Mapping[str, Any], key: str = "wall_time_s") -> float | None:
@@ -75,45 +45,14 @@ def _device(meta: Mapping[str, Any]) -> str:
 
 
 
-def stored_full(name: str, root: Path | str | None = None) -> dict[str, Any] | None:
-    """The stored full-profile result of ``name`` when it verifies and is current (:func:`stale_reason`),
-    else None; prints one line saying where it comes from, or why none is used. Reads the file once.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from companion.runner import run_experiment
-    >>> root = Path(tempfile.mkdtemp())
-    >>> stored_full("intro-consensus", root) is None
-    intro-consensus: no stored full-profile result; run: python -m companion run intro-consensus --profile full
-    True
-    >>> _ = run_experiment("intro-consensus", "full", out=results_dir(root), figure=False)
-    >>> stored_full("intro-consensus", root)["profile"]  # doctest: +ELLIPSIS
-    intro-consensus: stored full profile: commit ..., device cpu, ... s; code current
-    'full'
-    """
-    try:
-        stored = load_from(results_dir(root), name, "full")
-    except (OSError, ValueError) as e:
-        stored, reason = None, f"does not verify ({e})"
-    else:
-        reason = stale(name, "full", stored)
-    if reason is not None:
-        print(f"{name}: " + (f"no stored full-profile result; run: python -m companion run {name} --profile full"
-                             if reason == "nothing stored" else f"stored full-profile result not used: {reason}"))
-        return None
-    result, meta = stored
-    print(f"{name}: " + _stored_line(name, "full", meta, root))
-    return result
-
-
-
 def show_full(result: Mapping[str, Any], root: Path | str | None = None, *, draw: bool = True) -> dict[str, Any]:
-    """The stored full-profile result of ``result``'s experiment when one is stored and current, else
-    ``result`` itself: what a chapter judges and records (the paper-scale measurement where there is one).
+    """The stored full-profile result of ``result``'s experiment when one is stored, verifies and is
+    current (:func:`companion.store.stale`), else ``result`` itself: what a chapter judges and records
+    (the paper-scale measurement where there is one).
 
-    Prints where it comes from (:func:`show_stored`'s line, or why a stored one is not used); with
-    ``draw``, draws the stored result with the experiment's plot function and prints its verdicts.
+    Prints where it comes from (commit, date, device, run time, whether its code is the code now), or
+    why a stored one is not used; with ``draw``, draws the stored result with the experiment's plot
+    function and prints its verdicts.
 
     Examples
     --------
@@ -138,11 +77,14 @@ def show_full(result: Mapping[str, Any], root: Path | str | None = None, *, draw
     from .registry import get
     from .ledger import format_claims
 
-    name = str(result["experiment"])
-    full = stored_full(name, root)
-    if full is None:
+    exp = get(str(result["experiment"]))
+    stored, reason = _full(exp, root)
+    if reason is not None:
+        print(f"{exp.name}: " + (f"no stored full-profile result; run: python -m companion run {exp.name} --profile full"
+                                 if reason == "nothing stored" else f"stored full-profile result not used: {reason}"))
         return dict(result)
-    exp = get(name)
+    full, meta = stored
+    print(f"{exp.name}: " + _stored_line(exp, "full", meta, root))
     if draw:
         if exp.plot is not None:
             exp.plot(full)
@@ -150,12 +92,21 @@ def show_full(result: Mapping[str, Any], root: Path | str | None = None, *, draw
     return full
 
 
+def _full(exp, root: Path | str | None) -> tuple[tuple[dict[str, Any], dict[str, Any]] | None, str | None]:
+    """The stored full-profile (result, provenance) of the registered experiment ``exp`` (None when nothing
+    verifies) and why it is not the current one (:func:`companion.store.stale`; None when it is)."""
+    try:
+        stored = load_run(exp.name, "full", root, formerly=exp.formerly)
+    except (OSError, ValueError) as e:  # damaged, swapped, unreadable: reported, never shown as stored
+        return None, f"does not verify ({e})"
+    return stored, stale(exp, "full", stored)
+
 
 def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[str, Any]]:
     """For every registered experiment: which profile and device its figure in the book comes from.
 
     A chapter shows a stored full-profile result when ``data/results/<name>/full.*`` verifies
-    (through :func:`companion.store.load_from`) and is current (:func:`companion.store.stale`; made by
+    (through :func:`companion.store.load_run`) and is current (:func:`companion.store.stale`; made by
     ``python -m companion run NAME --profile full``, its device in the provenance); otherwise it
     computes the experiment while it executes, in the book's ``profile``, on the CPU. ``stale`` says
     why a stored one is not shown (None: it is), ``code`` whether its code changed since
@@ -190,16 +141,11 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
 
     rows = []
     for name, exp in registry().items():
-        fast_s = _wall_time(results_dir(root), name)
+        fast_s = _wall_time(results_dir(root), exp)
         paper = exp.paper.note if exp.paper is not None else ""
         parts_wall, parts_cpu, parts = _parts_times(results_dir(root) / name / "parts")
-        try:
-            stored = load_from(results_dir(root), name, "full")
-        except (OSError, ValueError) as e:  # damaged, swapped, unreadable: reported, never shown as stored
-            stored, reason = None, f"does not verify ({e})"
-        else:
-            reason = stale(name, "full", stored)
-        code = code_status(name, stored[1] if stored is not None else None)
+        stored, reason = _full(exp, root)
+        code = code_status(exp, stored[1] if stored is not None else None)
         if stored is not None and reason is None:
             meta = stored[1]
             dev = _device(meta)
@@ -289,10 +235,11 @@ def retimed(root: Path | str | None = None) -> dict[str, dict[str, Any]]:
     return rows
 
 
-def _wall_time(folder: Path, name: str, profile: str = "fast") -> float | None:
-    """The wall time the stored ``profile`` run of ``name`` recorded, None when none verifies or records one."""
+def _wall_time(folder: Path, exp, profile: str = "fast") -> float | None:
+    """The wall time the stored ``profile`` run of the registered experiment ``exp`` recorded, None when none
+    verifies or records one."""
     try:
-        stored = load_from(folder, name, profile)
+        stored = load_run(exp.name, profile, folder=folder, formerly=exp.formerly)
     except (OSError, ValueError):
         return None
     return _seconds(stored[1]) if stored is not None else None
@@ -423,11 +370,10 @@ def _text(x: Any) -> str:
 
 def _current_full(name: str, root: Path | str | None) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """The stored full-profile (result, provenance) of ``name`` when it verifies and is current, else None."""
-    try:
-        stored = load_from(results_dir(root), name, "full")
-    except (OSError, ValueError):
-        return None
-    return stored if stored is not None and stale(name, "full", stored) is None else None
+    from .registry import get
+
+    stored, reason = _full(get(name), root)
+    return stored if reason is None else None
 
 
 def source_line(name: str, root: Path | str | None = None, stored: Any = False) -> str:
@@ -450,7 +396,9 @@ def source_line(name: str, root: Path | str | None = None, stored: Any = False) 
     wall, _, parts = _parts_times(results_dir(root) / name / "parts")
     own = _seconds(meta)
     took = "? s" if own is None else f"{own + wall:,.0f} s"
-    code = code_status(name, meta)
+    from .registry import get
+
+    code = code_status(get(name), meta)
     # Only a change is said, in a form book/_scripts/nbval_sanitize.cfg removes whole (" (code changed
     # since <7 hex>)"): a chapter's compared output stays the same; the Status page says it in full.
     return (f"the paper-scale (full) profile, computed at commit {str(meta.get('commit') or '?')[:7]} on "
@@ -461,7 +409,7 @@ def source_line(name: str, root: Path | str | None = None, stored: Any = False) 
 def paper_figure(name: str, fallback: Mapping[str, Any] | None = None, root: Path | str | None = None) -> dict[str, Any]:
     """Draw the paper-scale result of ``name`` for a numbered figure, and return that result.
 
-    The stored full-profile result when it verifies and is current (:func:`stored_full`), else
+    The stored full-profile result when it verifies and is current (:func:`show_full`), else
     ``fallback`` (the chapter's own fast result) or, without one, the fast profile run here. Each
     figure its plot function opens is glued as ``<name>-fig`` (then ``-fig2``, ...) and the source
     line (:func:`source_line`) as ``<name>-source``, so that the chapter shows them with
@@ -665,12 +613,15 @@ def count_line(rows: Any) -> str:
     --------
     >>> count_line([{"status": "reproduced"}, {"status": "partly"}, {"status": "reproduced"}])
     '3 results checked: 2 reproduced, 1 partly'
+    >>> count_line([{"status": "inconclusive"}, {"status": "supported"}])
+    '2 results checked: 1 inconclusive, 1 supported'
     """
     from .ledger import QUESTION_STATUSES, STATUSES
 
     rows = [r.as_dict() if hasattr(r, "as_dict") else dict(r) for r in rows]
     statuses = [r["status"] for r in rows]
-    parts = [f"{statuses.count(s)} {s.replace('-', ' ')}" for s in STATUSES + QUESTION_STATUSES if statuses.count(s)]
+    parts = [f"{statuses.count(s)} {s.replace('-', ' ')}" for s in dict.fromkeys(STATUSES + QUESTION_STATUSES)
+             if statuses.count(s)]  # "inconclusive" is in both lists: counted once
     return f"{len(rows)} result{'s' if len(rows) != 1 else ''} checked: " + ", ".join(parts)
 
 
