@@ -72,13 +72,13 @@ def bound_row(id_: str, where: str, statement: str, ratio: float, *, expected: s
     --------
     >>> row = bound_row("X-1", "Lemma", "s", 0.25, expected="<= 1", quote="q", test="t", outside=2.5)
     >>> row.status, row.why
-    ('partly', 'holds: |x| <= R (where the proof works); fails: |x| = 10R (the printed norm on R^d)')
+    ('partly', 'holds: |x| <= R (where the proof works; largest ratio 0.25); fails: |x| = 10R (the printed norm on R^d; largest ratio 2.5)')
     """
     v = bound_verdict(ratio)
     measured: Any = ratio
     if outside is not None:
-        v = ledger.cases({"|x| <= R (where the proof works)": v,
-                          f"|x| = {far:g}R (the printed norm on R^d)": bound_verdict(outside)})
+        v = ledger.cases({f"|x| <= R (where the proof works; largest ratio {ratio:.3g})": v,
+                          f"|x| = {far:g}R (the printed norm on R^d; largest ratio {outside:.3g})": bound_verdict(outside)})
         measured = [ratio, outside]
     return ledger.Claim(id=id_, paper="A", where=where, statement=statement, quote=quote, basis=basis, test=test,
                         verdict=v, measured=measured, expected=expected, tolerance=TOL_BOUND_REL,
