@@ -607,22 +607,41 @@ def book_figures() -> None:
 
 
 def count_line(rows: Any) -> str:
-    """One line counting a chapter's verdicts, for the top of its page.
+    """One line counting a chapter's verdicts, for the top of its page: the rows that test the paper's own
+    statements apart from our derivations and readings (as the scorecard counts them); answers to open
+    questions on their own.
 
     Examples
     --------
-    >>> count_line([{"status": "reproduced"}, {"status": "partly"}, {"status": "reproduced"}])
-    '3 results checked: 2 reproduced, 1 partly'
-    >>> count_line([{"status": "inconclusive"}, {"status": "supported"}])
-    '2 results checked: 1 inconclusive, 1 supported'
+    >>> count_line([{"status": "reproduced", "basis": "paper"}, {"status": "partly", "basis": "derived"},
+    ...             {"status": "reproduced", "basis": "paper"}])
+    "3 results checked. The paper's statements: 2 reproduced. Our derivations and readings: 1 partly"
+    >>> count_line([{"status": "inconclusive", "id": "Q-1"}, {"status": "supported", "id": "Q-2"}])
+    '2 questions answered: 1 supported, 1 inconclusive'
     """
-    from .ledger import QUESTION_STATUSES, STATUSES
+    from .ledger import QUESTION_STATUSES, STATUSES, is_question
 
     rows = [r.as_dict() if hasattr(r, "as_dict") else dict(r) for r in rows]
-    statuses = [r["status"] for r in rows]
-    parts = [f"{statuses.count(s)} {s.replace('-', ' ')}" for s in dict.fromkeys(STATUSES + QUESTION_STATUSES)
-             if statuses.count(s)]  # "inconclusive" is in both lists: counted once
-    return f"{len(rows)} result{'s' if len(rows) != 1 else ''} checked: " + ", ".join(parts)
+
+    def tally(group: list, words: tuple) -> str:
+        statuses = [r["status"] for r in group]
+        return ", ".join(f"{statuses.count(s)} {s.replace('-', ' ')}" for s in words if statuses.count(s))
+
+    questions = [r for r in rows if is_question(r)]
+    papers = [r for r in rows if not is_question(r)]
+    own = [r for r in papers if r.get("basis") == "paper"]
+    ours = [r for r in papers if r.get("basis") != "paper"]
+    parts = []
+    if papers:
+        parts.append(f"{len(papers)} result{'s' if len(papers) != 1 else ''} checked.")
+        if own:
+            parts.append(f"The paper's statements: {tally(own, STATUSES)}.")
+        if ours:
+            parts.append(f"Our derivations and readings: {tally(ours, STATUSES)}.")
+    if questions:
+        parts.append(f"{len(questions)} question{'s' if len(questions) != 1 else ''} answered: "
+                     f"{tally(questions, QUESTION_STATUSES)}.")
+    return " ".join(parts)[:-1]  # the page's sentence goes on after it
 
 
 def section_link(row: Mapping[str, Any], page: str | None = None) -> str:
