@@ -15,6 +15,7 @@ from companion import registry, runner, store
 from companion.experiments import llm_probes as lp
 from companion.llm import probes as P
 from companion.llm import training as T
+from companion.llm.parts import training_from_parts
 from companion.registry import judge
 
 transformers = pytest.importorskip("transformers")
@@ -48,9 +49,12 @@ def test_random_adapter_claims(adapters):
     def judged(ppl):  # one draw per (rank, norm): the draws are the curves themselves
         return [statuses(dict(adapters, curves={"v_proj": dict(c, ppl=ppl, ppl_draws=ppl[:, None])}))[i] for i in ids]
 
-    # A clean transition: exactly flat, then ln ratio ~ (norm / 8)^8, the same for every rank: both rows pass.
+    # A clean transition: exactly flat, then ln ratio ~ (norm / 8)^8, the same for every rank: the transition row
+    # passes; one draw per rank leaves the rank row nothing to test against, three scattered draws let it pass.
     sharp = ppl0 * np.exp(0.05 * np.vstack([(norms / 8) ** 8] * 3) * (norms > 6))
-    assert judged(sharp) == ["reproduced", "reproduced"]
+    assert judged(sharp) == ["reproduced", "inconclusive"]
+    scattered = sharp[:, None] * np.exp(0.01 * np.random.default_rng(0).standard_normal((3, 3, norms.size)))
+    assert statuses(dict(adapters, curves={"v_proj": dict(c, ppl=sharp, ppl_draws=scattered)}))[ids[1]] == "reproduced"
     # The measured curves flattened (ln ratio / 10): the loss never doubles on the grid, no transition.
     assert judged(ppl0 * (c["ppl"] / ppl0) ** 0.1)[0] == "not-reproduced"
     # Rank 64 reaching rank 1's loss at a 1.5 times smaller norm, three draws each 1 % apart: the ranks differ.
@@ -238,9 +242,9 @@ def _store_parts(folder, cfg, keys):
 
 def test_training_from_parts_reads_what_is_stored(tmp_path):
     cfg = dataclasses.replace(lp.PROFILES_TRAINING["fast"], seeds=(0, 1, 2), baseline_trials=16)
-    assert store.training_from_parts(tmp_path, "fast", d=32, cfg=cfg) is None  # nothing stored
+    assert training_from_parts(tmp_path, "fast", d=32, cfg=cfg) is None  # nothing stored
     _store_parts(tmp_path, cfg, [(4, 0), (16, 0), (4, 1), (16, 1), (4, 2)])
-    res = store.training_from_parts(tmp_path, "fast", d=32, cfg=cfg)
+    res = training_from_parts(tmp_path, "fast", d=32, cfg=cfg)
     # Seed 2 lacks rank 16: left out, so that the ranks stay paired by seed.
     assert res["seeds"].tolist() == [0, 1] and res["left_out"] == [(4, 2)] and res["profile"] == "fast, 4 of 6 runs"
     assert res["runs"][16]["ppl_new"][:, -1].tolist() == [40.0, 39.0] and res["layers"] == 4 and res["d"] == 32
@@ -249,13 +253,13 @@ def test_training_from_parts_reads_what_is_stored(tmp_path):
     assert len(rows) == 6 and {c.profile for c in rows} == {"fast, 4 of 6 runs"}
     assert all("2 seeds per rank" in c.statement for c in rows)
     _store_parts(tmp_path, cfg, [(16, 2)])
-    full = store.training_from_parts(tmp_path, "fast", d=32, cfg=cfg)
+    full = training_from_parts(tmp_path, "fast", d=32, cfg=cfg)
     assert full["profile"] == "fast" and full["seeds"].tolist() == [0, 1, 2] and full["left_out"] == []
     # Parts computed with other settings are not current: they are not read.
     other = dataclasses.replace(cfg, steps=cfg.steps + 1, checkpoints=(*cfg.checkpoints[:-1], cfg.steps + 1))
-    assert store.training_from_parts(tmp_path, "fast", d=32, cfg=other) is None
+    assert training_from_parts(tmp_path, "fast", d=32, cfg=other) is None
     with pytest.raises(ValueError, match="profile must be one of"):
-        store.training_from_parts(tmp_path, "paper")
+        training_from_parts(tmp_path, "paper")
 
 
 def test_stored_llm_training_parts_are_still_current(root):
@@ -383,8 +387,8 @@ def test_indomain_from_parts_carries_the_split_and_its_rows(tmp_path):
         return {**one, "ppl_new": np.linspace(50.0, 35.0 - s, len(cfg.checkpoints)), "new_split": where}
 
     T.run_parts([(4, 0), (16, 0), (4, 1), (16, 1)], part, tmp_path, settings=T.part_settings(cfg))
-    assert store.training_from_parts(tmp_path, "fast", d=32, cfg=dataclasses.replace(lp.PROFILES_TRAINING["fast"], seeds=(0, 1))) is None
-    res = store.training_from_parts(tmp_path, "fast", d=32, cfg=cfg, experiment="llm-training-indomain")
+    assert training_from_parts(tmp_path, "fast", d=32, cfg=dataclasses.replace(lp.PROFILES_TRAINING["fast"], seeds=(0, 1))) is None
+    res = training_from_parts(tmp_path, "fast", d=32, cfg=cfg, experiment="llm-training-indomain")
     assert res["experiment"] == "llm-training-indomain" and res["seeds"].tolist() == [0, 1]
     assert res["new_split"] == dict(zip(T.SPLIT_FIELDS, split.tolist()))
     rows = registry.judge(res)
@@ -392,9 +396,9 @@ def test_indomain_from_parts_carries_the_split_and_its_rows(tmp_path):
     T.part_path(tmp_path, 16, 1).unlink()  # run (16, 1) again on other tokens: the runs no longer share their data
     T.run_parts([(16, 1)], lambda r, s: part(r, s, split + 1), tmp_path, settings=T.part_settings(cfg))
     with pytest.raises(ValueError, match="different token ranges"):
-        store.training_from_parts(tmp_path, "fast", d=32, cfg=cfg, experiment="llm-training-indomain")
+        training_from_parts(tmp_path, "fast", d=32, cfg=cfg, experiment="llm-training-indomain")
     with pytest.raises(ValueError, match="experiment must be one of"):
-        store.training_from_parts(tmp_path, "fast", experiment="llm-spectra")
+        training_from_parts(tmp_path, "fast", experiment="llm-spectra")
 
 
 @pytest.mark.slow
@@ -521,5 +525,5 @@ def test_layer_repetition_claims(smollm2):
     # News text falling with depth: one case of three fails.
     assert statuses(dict(res, natural=res["natural"][::-1].copy()))["A-E5-token-cosine-rises-smollm2"] == "partly"
     # Both falling, and news text ending above random words: every case fails.
-    down = dict(res, natural=res["random"][::-1] + 0.01, random=res["natural"][::-1].copy())
+    down = dict(res, natural=res["random"][::-1] + 0.1, random=res["natural"][::-1].copy())
     assert statuses(down) == {"A-E5-token-cosine-rises-smollm2": "not-reproduced"}
