@@ -211,6 +211,7 @@ def mitigation_summary(result: dict[str, Any]) -> dict[str, Any]:
         if cfg else "",
         "tol": float(cfg.get("tol", 1e-3)), "gap": gap,
         "under15": int(under.sum()), "draws": int(proj.size),
+        "under15_above": f"{int((under & above[:, None]).sum())} of {int(np.broadcast_to(above[:, None], under.shape).sum())}",
         "under15_max_drift": float(proj[under].max()) if under.any() else math.nan,
         "below_ratio": f"{red:.1e}" if red > 1e-15 else "0",
         "above_draws": int(kept.size), "kept_above": f"{int(kept.sum())} of {kept.size}",
