@@ -11,18 +11,18 @@ One experiment a module (``figure3``, ``beta_comparison``, ``rate_in_beta``, ``z
 ``hardmax``, ``assumptions_example``), each declared with a frozen config per profile (``fast``: CI, 2 CPU cores, about a
 minute each; ``full``: the paper's sizes where it states them, more trials and tokens elsewhere, each
 experiment's :class:`~companion.registry.PaperScale` saying which) and judged by its claims
-function, whose thresholds are the constants of its module. What several share (the Figure 3
+function, which reads the numbers its ``<stem>_summary`` computes (the chapter glues the same). What several share (the Figure 3
 matrices, the batched run, Theorem 1's rate thresholds) is in ``_shared``; every public name is
 re-exported here.
 """
 from ._shared import FIG3_B, FIG3_V, RATE_SLOPE, TOL_RATE_SLOPE, RATE_R2, UNIFORM_LINE, simulate_betas
 from .figure3 import Figure3Config, figure3, plot_figure3, figure3_claims, PHASE1_TIME, TOL_PHASE1, TOL_PHASE2
 from .beta_comparison import (BetaComparisonConfig, beta_comparison, plot_beta_comparison, beta_comparison_claims,
-    EXIT_R2, EXIT_Z, EXIT_Z_PARTLY, NO_PHASE2_W2, MONOTONE_SLACK, COR4_EPS_MAX, COR4_FLOOR_FACTOR, COR4_POINTS, COR4_RANGE,
+    EXIT_R2, EXIT_Z, NO_PHASE2_W2, MONOTONE_SLACK, COR4_EPS_MAX, COR4_FLOOR_FACTOR, COR4_POINTS, COR4_RANGE,
     cor4_window)
 from .rate_in_beta import RateInBetaConfig, rate_in_beta, plot_rate_in_beta, rate_in_beta_claims, NONSYM_M, NONSYM_V
 from .zero_temperature_rate import (ZeroTemperatureRateConfig, zero_temperature_rate, plot_zero_temperature_rate,
-    zero_temperature_rate_claims, general_pair, decay_rate, BOUND_RATIO, TOL_RATE_REL, TOL_PI_DRIFT, PROP8_RATIO)
+    zero_temperature_rate_claims, general_pair, decay_rate, BOUND_RATIO, TOL_PI_DRIFT, PROP8_RATIO)
 from .conjecture1 import (Conjecture1Config, conjecture1, plot_conjecture1, conjecture1_claims, FABS_B, FABS_V,
     TOL_CONJ1, DIST_FLOOR)
 from .gradient_flow import (GradientFlowConfig, gradient_flow, plot_gradient_flow, gradient_flow_claims, TOL_C3,
@@ -38,7 +38,30 @@ from .assumptions_example import (AssumptionsExampleConfig, assumptions_example,
 from .hardmax import (HardmaxConfig, hardmax, plot_hardmax, hardmax_claims, HARDMAX_GAP_FLOOR, HARDMAX_ROUNDING, HARDMAX_EXPONENT,
     TOL_HARDMAX_EXP)
 
+from .figure3 import figure3_summary
+from .beta_comparison import beta_comparison_summary
+from .rate_in_beta import rate_in_beta_summary
+from .zero_temperature_rate import zero_temperature_rate_summary
+from .conjecture1 import conjecture1_summary
+from .gradient_flow import gradient_flow_summary
+from .laplace import laplace_summary
+from .gradient_flow_beta import gradient_flow_beta_summary
+from .eigen_consensus import eigen_consensus_summary
+from .assumptions_example import assumptions_example_summary
+from .hardmax import hardmax_summary
+
 __all__ = [
+    "figure3_summary",
+    "beta_comparison_summary",
+    "rate_in_beta_summary",
+    "zero_temperature_rate_summary",
+    "conjecture1_summary",
+    "gradient_flow_summary",
+    "laplace_summary",
+    "gradient_flow_beta_summary",
+    "eigen_consensus_summary",
+    "assumptions_example_summary",
+    "hardmax_summary",
     "FIG3_B",
     "FIG3_V",
     "RATE_SLOPE",
@@ -59,7 +82,6 @@ __all__ = [
     "beta_comparison_claims",
     "EXIT_R2",
     "EXIT_Z",
-    "EXIT_Z_PARTLY",
     "NO_PHASE2_W2",
     "MONOTONE_SLACK",
     "COR4_EPS_MAX",
@@ -80,7 +102,6 @@ __all__ = [
     "general_pair",
     "decay_rate",
     "BOUND_RATIO",
-    "TOL_RATE_REL",
     "TOL_PI_DRIFT",
     "PROP8_RATIO",
     "Conjecture1Config",

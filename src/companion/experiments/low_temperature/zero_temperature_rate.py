@@ -23,7 +23,6 @@ __all__ = [
     "general_pair",
     "decay_rate",
     "BOUND_RATIO",
-    "TOL_RATE_REL",
     "TOL_PI_DRIFT",
     "PROP8_RATIO",
 ]
@@ -31,9 +30,8 @@ __all__ = [
 # Cor. 2's bound: the measured W2 over the bound, maximised over t, seeds and p, must not exceed 1.
 BOUND_RATIO = 1.0
 # Cor. 2 is an upper bound; that W2 decays at least at its rate p* gamma / sigma_max(B) is our
-# derivation, judged within the measured numerical error of a rate read off its window. The former
-# allowance of 10 % (ours) is kept for old call sites only and decides nothing.
-TOL_RATE_REL = 0.1
+# derivation, judged within the measured numerical error of a rate read off its window (no fixed
+# allowance: the former 10 % of ours is gone).
 # Lemma 9: Pi(x_t) = Pi(x_0) exactly along eq. (3), Euler steps included (each step moves P_E x along
 # itself); 1e-9 is far above the rounding (1e-15) and far below a real drift.
 TOL_PI_DRIFT = 1e-9
