@@ -85,15 +85,15 @@ def plot_rank_independence(result: dict, ax=None):
 
 
 @experiment("phase-rank-independence", chapter="phase_transitions", plot=plot_rank_independence,
-            profiles={"fast": RankIndependenceConfig(), "full": RankIndependenceConfig(trials=1000, L=512)},
+            profiles={"fast": RankIndependenceConfig(), "full": RankIndependenceConfig(trials=4000, L=512)},
             paper=PaperScale(note="Rank independence is Fig. 2's LLM observation; the paper runs the toy model for it "
                                   "at no stated size: d = 16, kappa = 0.01, ranks 1, 4, 16, n = 8, depth L = 512, "
-                                  "1000 samples per rank."),
+                                  "4000 samples per rank (1000 left the rank effect undecided between two seeds)."),
             renamed={"per": "trials", "t_end": "blocks"})
 def rank_independence(cfg: RankIndependenceConfig, generator: torch.Generator, device: str) -> dict[str, Any]:
     """Ranks 1, 4, 16 at the same kappa (d = 16, ``eta_L = sqrt(L)``): ``E sum_i (1 - <x_i,u1>^2)`` over
     time per rank, and the time-averaged stationary levels with standard errors. Profiles: ``fast``
-    L = 32, 80 samples per rank; ``full`` L = 512, 1000 samples.
+    L = 32, 80 samples per rank; ``full`` L = 512, 4000 samples.
 
     Returns
     -------
