@@ -2,7 +2,7 @@
 
 For each experiment (fast profile by default) the script runs ``func(profile, device="cpu")`` and
 ``func(profile, device="cuda")``, flattens both results the way ``python -m companion run`` saves
-them (:func:`companion.sweep.flatten_result`) and compares them array by array:
+them (:func:`companion.encoding.flatten_result`) and compares them array by array:
 
 - ``exact``: arrays bitwise equal (integers, counts, most booleans);
 - ``close``: floating arrays whose largest difference is within ``rtol`` of the CPU array's largest
@@ -35,7 +35,7 @@ import torch
 from companion.registry import registry
 from companion.gpu import cuda_summary, synchronize
 from companion.provenance import atomic_write_bytes
-from companion.sweep import flatten_result
+from companion.encoding import flatten_result
 
 
 def compare(cpu: dict[str, np.ndarray], gpu: dict[str, np.ndarray], rtol: float, atol: float = 0.0) -> dict:

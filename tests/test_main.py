@@ -84,7 +84,7 @@ def test_run_writes_result_figure_provenance(registered, tmp_path):
 
 def _load(out):
     from companion.provenance import load_result
-    from companion.sweep import unflatten_result
+    from companion.encoding import unflatten_result
 
     arrays, meta = load_result(out / NAME / "fast.npz")
     return unflatten_result(arrays, meta.get("other")), meta

@@ -13,14 +13,8 @@ import cloudpickle
 import numpy as np
 import pytest
 
-from companion.sweep import (
-    flatten_result,
-    point_key,
-    point_path,
-    product_grid,
-    run_sweep,
-    unflatten_result,
-)
+from companion.encoding import flatten_result, unflatten_result
+from companion.sweep import point_key, point_path, product_grid, run_sweep
 
 # Dask workers are fresh processes that cannot import this test module (pytest imports it as
 # tests.test_sweep with importlib), so its functions travel by value (run_sweep pickles the
