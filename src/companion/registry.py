@@ -42,12 +42,32 @@ from typing import Any, Callable, Iterator, Mapping
 __all__ = [
     "Experiment", "PaperScale", "experiment", "claims_for", "summary_for", "check_stem", "sweep_point", "registry", "get", "judge",
     "summarize",
-    "CHAPTER_PREFIXES", "PROFILES", "current_profile", "to_numpy", "output_folder", "writing_to",
+    "CHAPTER_PREFIXES", "PROFILES", "check_profile", "current_profile", "to_numpy", "output_folder", "writing_to",
 ]
 
 # The profiles every experiment declares: ``fast`` (CI sizes, a few minutes on 2 cores) and ``full``
 # (the paper's sizes).
 PROFILES = ("fast", "full")
+
+
+def check_profile(profile: str) -> str:
+    """``profile`` when it is one of :data:`PROFILES`, else a ValueError naming them: the one check of a
+    profile name, where a public function takes one (:meth:`Experiment.configure`,
+    :func:`companion.runner.run_profiles`); what they call takes the checked name or its config.
+
+    Examples
+    --------
+    >>> check_profile("full")
+    'full'
+    >>> check_profile("paper")
+    Traceback (most recent call last):
+    ...
+    ValueError: profile must be one of ('fast', 'full'), got 'paper'
+    """
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+    return profile
+
 
 # The package whose modules declare the experiments: every module under it is imported by
 # :func:`registry`, so a new experiment file needs no list edited by hand.
@@ -311,9 +331,7 @@ class Experiment:
 
     def configure(self, profile: str = "fast", **overrides: Any) -> Any:
         """The config of ``profile`` with ``overrides`` applied (unknown keys and wrong types refused)."""
-        if profile not in PROFILES:
-            raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
-        return configure(self.config, self.profiles[profile], overrides, f"experiment {self.name!r}")
+        return configure(self.config, self.profiles[check_profile(profile)], overrides, f"experiment {self.name!r}")
 
     def parameters(self) -> dict[str, dict[str, Any]]:
         """Every parameter with its value in each profile: ``{name: {profile: value}}``."""
@@ -322,12 +340,16 @@ class Experiment:
     def run(self, profile: str = "fast", device: Any = "cpu", **overrides: Any) -> dict[str, Any]:
         """The result in ``profile`` on ``device``: CPU numpy arrays, with ``experiment``, ``profile``
         (``"custom"`` when the overrides changed the profile's config) and ``config``."""
-        import torch
-
         from .gpu import resolve_device
 
-        cfg = self.configure(profile, **overrides)
-        device = resolve_device(device)
+        return self.compute(self.configure(profile, **overrides), profile, resolve_device(device))
+
+    def compute(self, cfg: Any, profile: str, device: str) -> dict[str, Any]:
+        """:meth:`run` for inputs already checked: ``cfg`` a config of this experiment (:meth:`configure`
+        of ``profile``), ``device`` a device :func:`companion.gpu.resolve_device` returned. Nothing is
+        checked again (the command line and :func:`companion.runner.run_experiment` check once, at their entry)."""
+        import torch
+
         generator = torch.Generator().manual_seed(cfg.seed)
         return self.stamp(self.body(cfg, generator, device), cfg, profile)
 
