@@ -25,7 +25,8 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-__all__ = ["Outcome", "mean_effect", "paired", "proportion", "trend", "equal_means", "homogeneity", "correlation", "pooled", "trials_needed"]
+__all__ = ["Outcome", "mean_effect", "paired", "proportion", "trend", "equal_means", "homogeneity", "estimate", "matches",
+           "correlation", "pooled", "trials_needed"]
 
 POWER = 0.8
 
