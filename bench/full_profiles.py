@@ -32,7 +32,7 @@ from pathlib import Path
 
 from companion.provenance import atomic_write_text, processor, provenance
 from companion.registry import registry
-from companion.store import load_from, load_run
+from companion.store import load_run
 
 # Cheapest chapters first, so that an interrupted run leaves whole chapters measured.
 ORDER = ("introduction", "phase_transitions", "beyond", "metastable", "spectral_selection", "low_temperature",
@@ -127,7 +127,7 @@ def measure(name: str, out: Path, store: bool = False) -> dict:
                     cpu_s=round(part["cpu_s"] + earlier["earlier_parts_cpu_s"], 1))
     try:
         stored = load_run(name, "full")
-        fresh = load_from(scratch, name, "full") if part["rc"] == 0 else None
+        fresh = load_run(name, "full", folder=scratch) if part["rc"] == 0 else None
         if stored is not None:
             part["stored_wall_s"] = stored[1].get("wall_time_s")
             part["stored_load"] = stored[1].get("load_average")

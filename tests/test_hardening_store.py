@@ -173,12 +173,12 @@ def test_full_disk_names_the_file_and_keeps_the_previous_result(results, monkeyp
 
 @pytest.mark.slow
 def test_a_write_killed_midway_leaves_the_previous_result(results, tmp_path):
-    """SIGKILL while the new result is being written (here: inside its figure's drawing)."""
+    """SIGKILL while the new result is being written (here: once its figure is written into the staging folder)."""
     before = _files(results / NAME)
     code = (f"import os, signal\nfrom companion import store\nfrom companion.runner import run_experiment\n"
-            f"real = store.save_figures\n"
-            f"def killed(*a, **k):\n    paths = real(*a, **k)\n    os.kill(os.getpid(), signal.SIGKILL)\n"
-            f"store.save_figures = killed\n"
+            f"real = store.atomic_write_bytes\n"
+            f"def killed(*a, **k):\n    path = real(*a, **k)\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+            f"store.atomic_write_bytes = killed\n"
             f"run_experiment({NAME!r}, 'full', out={str(results)!r}, params={{'n': 5, 't1': 1.0}})\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "COMPANION_ROOT": str(tmp_path)})
@@ -247,8 +247,8 @@ def test_status_reports_damaged_provenance(results, damage):
     row = _row(NAME)
     assert row["profile"] == "fast" and row["stale"].startswith("does not verify") and str(results / NAME) in row["stale"]
     with pytest.raises(ResultError, match="full.json"):
-        pages.show_stored(NAME)
-    assert pages.stored_full(NAME) is None
+        store.load_run(NAME, "full")
+    assert pages._current_full(NAME, None) is None
 
 
 def test_a_damaged_part_is_named(results, capsys):
@@ -259,8 +259,8 @@ def test_a_damaged_part_is_named(results, capsys):
     p.with_suffix(".json").write_text(p.with_suffix(".json").read_text()[:40])
     with pytest.raises(ResultError, match="r1-s0.json"):
         pages.figure_sources("fast")
-    with pytest.raises(ResultError, match="r1-s0.json"):
-        pages.show_stored(NAME)
+    with pytest.raises(ResultError, match="r1-s0.json"):  # the line a page prints of a stored result
+        pages._stored_line(store_get(NAME), "full", store.load_run(NAME, "full")[1], None)
 
 
 # --- group 7: loader edge cases ------------------------------------------------------------------
@@ -269,8 +269,8 @@ def test_deeply_nested_json_is_a_clear_error(results):
     (results / NAME / "full.json").write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ResultError, match="nested too deeply"):
         store.load_run(NAME, "full")
-    assert store.stale_reason(NAME, "full").startswith("does not verify")
-    assert pages.stored_full(NAME) is None
+    assert store.stale_reason(store_get(NAME), "full").startswith("does not verify")
+    assert pages._current_full(NAME, None) is None
 
 
 def test_fifo_in_place_of_the_json_is_refused_without_hanging(results):
@@ -305,9 +305,9 @@ def test_missing_wall_time_is_handled(results, capsys):
     meta = json.loads(meta_path.read_text())
     del meta["wall_time_s"]
     meta_path.write_text(json.dumps(meta))  # hash-valid: the JSON's own fields are not hashed
-    assert pages.show_stored(NAME) is not None
+    assert pages.show_full({"experiment": NAME}, draw=False)["profile"] == "full"
     assert "no wall time recorded" in capsys.readouterr().out
-    assert pages.stored_full(NAME) is not None
+    assert pages._current_full(NAME, None) is not None
     assert "? s" in pages.source_line(NAME)
     assert _row(NAME)["full_s"] is None
 
@@ -319,20 +319,20 @@ def test_provenance_records_the_code_and_the_pages_say_when_it_changed(results, 
     run_experiment(NAME, "full", out=results, figure=False)
     meta = store.load_run(NAME, "full")[1]
     assert meta["code"] == store.code_version(store_get(NAME))
-    assert store.code_status(NAME, meta) == "current" and _row(NAME)["code"] == "current"
+    assert store.code_status(store_get(NAME), meta) == "current" and _row(NAME)["code"] == "current"
     assert "(code changed" not in pages.source_line(NAME)
     # the recorded hash no longer matches the checkout (the code changed since the commit)
     _rewrite_meta(results / NAME / "full.json", code={**meta["code"], "sha256": "0" * 16}, commit="abcdef0123456789")
-    assert store.code_status(NAME, store.load_run(NAME, "full")[1]) == "code changed since abcdef0"
+    assert store.code_status(store_get(NAME), store.load_run(NAME, "full")[1]) == "code changed since abcdef0"
     assert _row(NAME)["code"] == "code changed since abcdef0"
     assert pages.source_line(NAME).endswith(" (code changed since abcdef0)")
-    pages.show_stored(NAME)
+    pages.show_full({"experiment": NAME}, draw=False)
     assert capsys.readouterr().out.rstrip().endswith("; code changed since abcdef0")
-    assert store.stale_reason(NAME, "full") is None  # still shown: the configuration is the profile's
+    assert store.stale_reason(store_get(NAME), "full") is None  # still shown: the configuration is the profile's
     # `full` recomputes it
     rows = __import__("companion.runner", fromlist=["run_profiles"]).run_profiles([NAME], "full", out=results, log=lambda s: None)
     assert rows[0]["status"] == "ran"
-    assert store.code_status(NAME, store.load_run(NAME, "full")[1]) == "current"
+    assert store.code_status(store_get(NAME), store.load_run(NAME, "full")[1]) == "current"
     # a result stored before the code was recorded says so, and is kept
     _rewrite_meta(results / NAME / "full.json", code=None)
     assert _row(NAME)["code"] == "code version not recorded"
@@ -368,7 +368,7 @@ def test_stored_full_results_say_when_their_code_changed():
         stored = pages._current_full(name, None)
         if stored is None:
             continue
-        status = store.code_status(name, stored[1])
+        status = store.code_status(store_get(name), stored[1])
         line = pages.source_line(name, None, stored)
         assert status in ("current", "code version not recorded") or status.startswith("code changed since ")
         assert (f"({status})" in line) == status.startswith("code changed"), (name, status, line)
@@ -458,9 +458,9 @@ def units(tmp_path):
 
 
 def _loads_as(folder: Path, *allowed: dict | None):
-    """load_from of the demo unit, which must verify as one of ``allowed`` (None: nothing stored) and write nothing."""
+    """load_run of the demo unit, which must verify as one of ``allowed`` (None: nothing stored) and write nothing."""
     before = _snapshot(folder)
-    got = store.load_from(folder.parent, DEMO, "full")
+    got = store.load_run(DEMO, "full", folder=folder.parent)
     assert _snapshot(folder) == before, "the loader changed the folder"
     sums = None if got is None else got[1]["sha256"]
     assert sums in [None if a is None else a["sha256"] for a in allowed], f"loaded {sums}"
@@ -473,7 +473,7 @@ def _next_write_is_clean(folder: Path, units: dict) -> None:
     assert not [p.name for p in folder.iterdir() if p.name.startswith(".")], "backups or staging folders left"
     _write(units["next"][0], folder)
     assert sorted(p.name for p in folder.iterdir()) == sorted(_files(units["next"][0]))
-    assert store.load_from(folder.parent, DEMO, "full")[1]["sha256"] == units["next"][1]["sha256"]
+    assert store.load_run(DEMO, "full", folder=folder.parent)[1]["sha256"] == units["next"][1]["sha256"]
 
 
 @pytest.mark.parametrize("old_figures, new_figures", [(3, 1), (1, 3), (0, 2), (None, 2)],
@@ -601,7 +601,7 @@ def test_pack_carries_the_unit_a_killed_write_left_in_its_backup(results, tmp_pa
     stored = store_packed(pack_results(results, tmp_path / "packed"), tmp_path / "elsewhere")
     assert (tmp_path / "elsewhere" / NAME / "full.npz") in stored
     assert sha256_file(tmp_path / "elsewhere" / NAME / "full.npz") == sha256_file(backup / "full.npz")
-    assert store.load_from(tmp_path / "elsewhere", NAME, "full")[0].keys() == before.keys()
+    assert store.load_run(NAME, "full", folder=tmp_path / "elsewhere")[0].keys() == before.keys()
 
 
 # --- round 3 (issue 47): typed provenance, bombs, packs, FIFOs, rejudge ------------------------------

@@ -61,9 +61,9 @@ def test_sweep_recomputes_points_of_another_configuration(sweepable, tmp_path):
     sweepable(0.5)  # the profile's dt changed
     with pytest.warns(RuntimeWarning, match=r"sweep point \{'x': 1.0\} is recomputed: .*config.dt: 0.25 -> 0.5"):
         sweep_experiment(NAME, grid, out=tmp_path, scheduler="serial", figure=False, progress=False)
-    from companion.store import load_from
+    from companion.store import load_run
 
-    result, meta = load_from(tmp_path, NAME, "fast")
+    result, meta = load_run(NAME, "fast", folder=tmp_path)
     np.testing.assert_allclose(result["xs"], [1 / 0.5, 2 / 0.5])  # the new dt's numbers, not the old ones
     assert result["config"]["dt"] == 0.5 and meta["code"]["sha256"]
     with warnings.catch_warnings():
@@ -87,16 +87,16 @@ def test_issue_probe_metastable_ln_n_dt(tmp_path, monkeypatch):
     exp = registry.get("metastable-ln-n")
     grid = product_grid(n=[1000], seed=[0, 1], trials=[2])
     sweep_experiment(exp.name, grid, out=tmp_path, scheduler="serial", figure=False, progress=False)
-    from companion.store import load_from
+    from companion.store import load_run
 
-    before = load_from(tmp_path, exp.name, "fast")[0]
+    before = load_run(exp.name, "fast", folder=tmp_path)[0]
     fast = exp.profiles["fast"]
     assert fast.dt == 0.004
     monkeypatch.setitem(registry._REGISTRY, exp.name,
                         dataclasses.replace(exp, profiles={**exp.profiles, "fast": dataclasses.replace(fast, dt=0.016)}))
     with pytest.warns(RuntimeWarning, match="dt: 0.004 -> 0.016"):
         sweep_experiment(exp.name, grid, out=tmp_path, scheduler="serial", figure=False, progress=False)
-    after = load_from(tmp_path, exp.name, "fast")[0]
+    after = load_run(exp.name, "fast", folder=tmp_path)[0]
     assert after["config"]["dt"] == 0.016
     assert not np.array_equal(np.asarray(before["t_trials"]), np.asarray(after["t_trials"]))
 

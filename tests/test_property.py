@@ -379,16 +379,17 @@ def stored_result(tmp_path_factory):
 
 def _load_outcome(folder):
     from companion import pages
-    from companion.store import load_from, stale
+    from companion.registry import get
+    from companion.store import load_run, stale
 
     try:
-        stored = load_from(folder, "intro-consensus", "full")
+        stored = load_run("intro-consensus", "full", folder=folder)
     except (ValueError, FileNotFoundError) as e:  # ResultError is a ValueError
         assert str(folder) in str(e) or "profile" in str(e), str(e)
         return None
     if stored is not None:
-        stale("intro-consensus", "full", stored)
-        pages._stored_line("intro-consensus", "full", stored[1], folder.parent.parent)
+        stale(get("intro-consensus"), "full", stored)
+        pages._stored_line(get("intro-consensus"), "full", stored[1], folder.parent.parent)
     return stored
 
 

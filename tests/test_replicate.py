@@ -66,7 +66,7 @@ def test_a_stored_replicate_is_the_same_computation_judged_now(name, label):
     [(_, result, meta)] = [r for r in replicate.replicates(name) if r[0] == label]
     stored = load_run(name, "full")[1]
     assert meta["config"] == stored["config"], f"{label}/{name}: not the stored result's parameters"
-    status = code_status(name, meta)
+    status = code_status(get(name), meta)
     assert status == "current" or status.startswith("code changed since "), f"{label}/{name}: {status}"
     assert [c.as_dict() for c in get(name).judge(result)] == meta["claims"], f"{label}/{name}: verdicts not current"
 

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from companion.provenance import repo_root
+from companion.registry import get
 from companion.runner import rejudge
 from companion.store import stale_reason
 
@@ -24,7 +25,7 @@ def test_stored_verdicts_are_current(meta):
 @pytest.mark.parametrize("meta", STORED, ids=[f"{p.parent.name}/{p.stem}" for p in STORED])
 def test_stored_results_are_the_declared_profile(meta):
     """A profile changed after its result was stored leaves a stale result: `make full` recomputes it."""
-    reason = stale_reason(meta.parent.name, meta.stem)
+    reason = stale_reason(get(meta.parent.name), meta.stem)
     assert reason is None, f"{meta}: {reason}; recompute it with `make full`"
 
 

@@ -318,34 +318,41 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from .registry import get, registry
-    from .ledger import format_claims
-    from .runner import run_experiment
-
     from .gpu import resolve_device
+    from .ledger import format_claims
+    from .registry import get, registry
+    from .runner import run_configured
+    from .store import check_writable, results_dir
 
     names = list(registry()) if args.all else args.names
     if not names:
         raise UsageError("name at least one EXPERIMENT, or pass --all")
     params = dict(args.param)
-    for n in names:  # unknown names, parameters and devices fail before anything runs
+    # Checked once, here, before anything runs: the names, the parameters (into each experiment's config;
+    # argparse checked the profile), the device (resolved once: "auto" is one device for every run) and the
+    # results folder. What runs below trusts them.
+    configs = {}
+    for n in names:
         exp = _checked(get, n)
-        _checked(exp.configure, args.profile, **params)
+        configs[n] = (exp, _checked(exp.configure, args.profile, **params))
         _check_counts(exp, params)
-    _checked(resolve_device, args.device)
-    _check_out(args.out)
+    device = _checked(resolve_device, args.device)
+    out = args.out if args.out is not None else results_dir()
+    _checked(check_writable, out)
     failed: list[str] = []
     times: dict[str, float] = {}
     t_all = time.perf_counter()
-    bar = tqdm(names, desc=f"run ({args.profile}, {args.device})", unit="experiment", disable=args.quiet or len(names) < 2)
+    bar = tqdm(names, desc=f"run ({args.profile}, {device})", unit="experiment", disable=args.quiet or len(names) < 2)
     talk = not args.quiet and sys.stderr.isatty()  # a terminal is told what runs; a log file only gets the results
     for n in bar:
         bar.set_postfix_str(n)
         if talk and len(names) == 1:
-            print(f"{n}: running the {args.profile} profile on {args.device} ...", file=sys.stderr, flush=True)
+            print(f"{n}: running the {args.profile} profile on {device} ...", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
+        exp, cfg = configs[n]
         try:
-            path = run_experiment(n, args.profile, args.device, out=args.out, params=params, figure=not args.no_figure)
+            folder = _checked(check_writable, out / exp.name)  # a former name runs and stores under the name now
+            path = run_configured(exp, cfg, args.profile, device, folder, params=params, figure=not args.no_figure)
         except Exception as e:
             if len(names) == 1:
                 raise
@@ -361,7 +368,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         tqdm.write(f"{n}: {times[n]:.1f} s, wrote {path} (+ .json{drawn})")
     if len(names) > 1:
         slowest = sorted(times, key=times.get, reverse=True)[:5]
-        print(f"{len(names)} experiments in {time.perf_counter() - t_all:.1f} s wall ({args.profile}, {args.device}); "
+        print(f"{len(names)} experiments in {time.perf_counter() - t_all:.1f} s wall ({args.profile}, {device}); "
               f"slowest: {', '.join(f'{n} {times[n]:.1f} s' for n in slowest)}")
     if failed:
         print(f"{len(failed)} of {len(names)} experiments failed: {', '.join(failed)}", file=sys.stderr)
@@ -401,13 +408,15 @@ def _check_grid(exp, axes: dict[str, list[Any]]) -> None:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from .registry import get
     from .gpu import resolve_device
-    from .runner import sweep_experiment
+    from .registry import get
+    from .runner import sweep_configured
+    from .store import check_writable, results_dir
     from .sweep import SERIAL, product_grid
 
     exp = _checked(get, args.name)
-    device = _checked(resolve_device, args.device)
+    cfg = _checked(exp.configure, args.profile)  # argparse checked the profile: this is its config
+    device = _checked(resolve_device, args.device)  # resolved once, here; what runs below trusts it
     axes = dict(args.grid)
     for reserved in ("profile", "device"):
         if reserved in axes:
@@ -419,13 +428,14 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         _check_grid(exp, axes)
         grid = product_grid(**axes)
     elif exp.grid is not None:
-        grid = exp.grid(exp.configure(args.profile))
+        grid = exp.grid(cfg)
     else:
         raise UsageError(f"--grid is required: {args.name} has no sweep point, so no grid of its own (give at least one --grid KEY=V1,V2)")
     t0 = time.perf_counter()
     scheduler = SERIAL if args.scheduler == SERIAL else args.scheduler
     where = "in this process" if scheduler == SERIAL else (f"on {scheduler}" if scheduler else f"on a LocalCluster of {args.workers} workers")
-    points, path = sweep_experiment(args.name, grid, args.profile, device, out=args.out, scheduler=scheduler,
+    folder = _checked(check_writable, (args.out if args.out is not None else results_dir()) / exp.name)
+    points, path = sweep_configured(exp, cfg, args.profile, device, grid, folder, scheduler=scheduler,
                                     n_workers=args.workers, figure=not args.no_figure)
     print(f"{args.name}: {len(grid)} points in {points} ({time.perf_counter() - t0:.1f} s wall {where})")
     if path is not None:

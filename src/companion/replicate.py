@@ -2,7 +2,7 @@
 
 A replicate is what ``python -m companion run NAME --profile full --out data/replicates/<label>``
 stores on a machine other than the stored result's, with the same code, seeds and data; it is
-verified when loaded like any result (:func:`companion.store.load_from`). Where the two differ, only
+verified when loaded like any result (:func:`companion.store.load_run`). Where the two differ, only
 the floating-point kernels did (their order of summation), so the difference is rounding, grown by
 the computation. This module lines the two up: verdict by verdict and, for the LoRA fine-tunes, run
 by run. Nothing here computes an experiment.
@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .provenance import repo_root
-from .store import load_from
+from .store import load_run
 
 __all__ = ["replicates", "processor_of", "verdicts", "departure", "training_runs", "departures", "seed_spread"]
 
@@ -34,7 +34,7 @@ def replicates(name: str, root: Path | str | None = None) -> list[tuple[str, dic
     base = (Path(root) if root is not None else repo_root()) / "data" / "replicates"
     found = []
     for folder in sorted(p for p in base.glob("*") if p.is_dir()):
-        loaded = load_from(folder, name, "full")
+        loaded = load_run(name, "full", folder=folder)
         if loaded is not None:
             found.append((folder.name, *loaded))
     return found

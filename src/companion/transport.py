@@ -127,7 +127,7 @@ def store_packed(packs: Sequence[Path | str], root: Path | str | None = None) ->
     import tarfile
     import tempfile
 
-    from .store import install, load_from, staging
+    from .store import install, load_run, staging
 
     root = Path(root) if root is not None else results_dir()
     stored = []
@@ -150,7 +150,7 @@ def store_packed(packs: Sequence[Path | str], root: Path | str | None = None) ->
                 name, profile = meta.parent.name, meta.stem
                 # verified, and the profile result of the experiment its folder names (raises naming the file)
                 try:
-                    loaded = load_from(where, name, profile)
+                    loaded = load_run(name, profile, folder=where)
                 except ValueError as e:
                     raise type(e)(f"{pack}: {name}/{meta.name}: {e}; nothing stored") from None
                 if (name, profile) in units:

@@ -16,7 +16,7 @@ import torch
 from companion import fits
 from companion.experiments.metastable.cluster_limit import _trend
 from companion.registry import get, judge
-from companion.store import load_from, load_run, results_dir, stale_reason
+from companion.store import load_run, results_dir, stale_reason
 from companion.experiments import metastable as ms
 from companion.metrics.hminus1 import hminus1_norm
 from companion.theory.metastable import gamma_k, growth_rate
@@ -137,10 +137,10 @@ def test_ln_n_results_stored_under_the_former_name_load_as_current(profile):
     the name now, load, judge and count as current under either name. The fast one is still stored under
     the former name (the path this test is for); the full one was re-stored under the new name on 2026-12-03."""
     assert get("metastable-lnN").name == "metastable-ln-n"
-    result, meta = load_run("metastable-ln-n", profile)
+    result, meta = load_run("metastable-ln-n", profile, formerly=get("metastable-ln-n").formerly)
     former = {"fast": "metastable-lnN", "full": "metastable-ln-n"}[profile]
     assert result["experiment"] == "metastable-ln-n" and meta["config"]["experiment"] == former
-    assert stale_reason("metastable-ln-n", profile) is None
+    assert stale_reason(get("metastable-ln-n"), profile) is None
     cfg = get("metastable-ln-n").config_of(result)  # the stored config's every and t_max, renamed
     assert (cfg.save_every, cfg.t1) == (0.01, 1.5)
     assert [c.id for c in judge(result)] == [c["id"] for c in meta["claims"]] == ["D-lnN"]
@@ -152,10 +152,10 @@ def test_a_former_name_does_not_admit_another_experiments_result(tmp_path):
     folder = results_dir(tmp_path)
     shutil.copytree(results_dir() / "metastable-pde", folder / "metastable-ln-n")
     with pytest.raises(ValueError, match="holds the 'fast' result of 'metastable-pde'"):
-        load_from(folder, "metastable-ln-n", "fast")
+        load_run("metastable-ln-n", "fast", folder=folder, formerly=get("metastable-ln-n").formerly)
     shutil.copytree(results_dir() / "metastable-ln-n", folder / "metastable-pde", dirs_exist_ok=True)
     with pytest.raises(ValueError, match="holds the 'fast' result of 'metastable-lnN'"):
-        load_from(folder, "metastable-pde", "fast")  # a former name of another experiment
+        load_run("metastable-pde", "fast", folder=folder, formerly=get("metastable-pde").formerly)  # a former name of another experiment
 
 
 def test_joint_fit_recovers_known_coefficients():
@@ -357,7 +357,7 @@ def test_cluster_limit_reads_its_stored_horizon_as_t1():
     assert "t_max" in fast[0]["config"] and "t1" in full[0]["config"]
     for profile, stored in (("fast", fast), ("full", full)):
         assert get("metastable-cluster-limit").config_of(stored[0]).t1 == 60.0
-        assert stale_reason("metastable-cluster-limit", profile) is None
+        assert stale_reason(get("metastable-cluster-limit"), profile) is None
 
 
 def test_cluster_limit_measures_what_it_says(cl):
