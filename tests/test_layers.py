@@ -14,10 +14,11 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "companion"
 
-# Top first. A module imports only from its own layer or the layers below it.
+# Top first. A module imports only from its own layer or the layers below it (as declared, no module imports
+# one of its own layer: the list also reads as strictly downward, the README's form).
 LAYERS: list[tuple[tuple[str, ...], str]] = [
     (("__main__",), "the command line (python -m companion, or companion)"),
-    (("runner", "sweep", "pages"), "run experiments (one, over a Dask grid, every missing one); what pages show of stored results"),
+    (("runner", "pages"), "run experiments (one, over a grid, every missing one); what pages show of stored results"),
     (("experiments",), "one experiment a file: config per profile, body, plot, claims"),
     (("replicate", "transport"), "a stored result against its replicate; results carried between machines"),
     (("integrate",), "simulate, the one entry point for every model"),
@@ -25,8 +26,8 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
     (("theory",), "closed forms, one module per paper"),
     (("metrics", "circle"), "observables; tokens on the circle in angle form"),
     (("attention", "pde", "inference", "inventory"), "the attention field; paper D's PDE; hypothesis tests; the papers' inventory"),
-    (("_fused", "_circle_grid", "init", "ledger", "registry", "report", "store"),
-     "kernels; initial states; the ledger; experiments declared; printing; stored results, verified"),
+    (("_fused", "_circle_grid", "init", "ledger", "registry", "report", "store", "sweep"),
+     "kernels; initial states; the ledger; experiments declared; printing; stored results, verified; Dask sweeps"),
     (("_omp", "_rk", "_validate", "encoding", "fits", "gpu", "perf", "provenance", "style"),
      "threads, RK stages, checks, a result as npz arrays, fits, devices, settings, provenance, style"),
 ]
