@@ -15,7 +15,7 @@ with its provenance (:func:`companion.provenance.save_result`) as ``<folder>/r<r
 and ``.json``; a part is either complete (it verifies and was computed with the same settings) or
 recomputed, so a killed run continues from the last finished part (:func:`part_settings`: what makes it the
 same run). :func:`stack_seeds` joins the parts of one rank over seeds, :func:`training_result` the parts of
-an experiment into its result (:func:`companion.store.training_from_parts` reads stored ones back).
+an experiment into its result (:func:`companion.llm.parts.training_from_parts` reads stored ones back).
 
 :func:`split_heldout` cuts one held-out text into training blocks before a cut and scoring blocks after it
 (``llm-training-indomain`` trains on the first 80 % of *Hamlet* and scores on the rest).
