@@ -122,3 +122,10 @@ def test_matches_can_fail():
     assert ledger.consistent(off.p).status == "not-reproduced"
     one = inference.matches([2.2], [0.05], [2.0], dof=3).p
     assert abs(inference.matches([2.2, 3.0], [0.05, 0.05], [2.0, 3.0], dof=3).p - min(1.0, 2 * one)) < 1e-12
+
+
+def test_mcnemar_can_fail_and_pairs_matter():
+    """Paired yes/no outcomes: 10 trials flip one way and none back is significant; 5 and 5 is not; the
+    concordant trials (any number) change nothing."""
+    assert inference.mcnemar(10, 0).p < ledger.ALPHA and inference.mcnemar(5, 5).p > ledger.ALPHA
+    assert inference.mcnemar(0, 10).against < ledger.ALPHA and inference.mcnemar(0, 0).p == 1.0

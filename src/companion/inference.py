@@ -26,7 +26,7 @@ import numpy as np
 from scipy import stats
 
 __all__ = ["Outcome", "mean_effect", "paired", "proportion", "trend", "equal_means", "homogeneity", "estimate", "matches",
-           "correlation", "pooled", "trials_needed"]
+           "correlation", "mcnemar", "pooled", "trials_needed"]
 
 POWER = 0.8
 
@@ -325,6 +325,21 @@ def correlation(x: Sequence[float], y: Sequence[float], blocks: Sequence[Any] | 
     t = r / se if alternative == "greater" else -r / se
     return Outcome(float(stats.t.sf(t, df)), float(stats.t.cdf(t, df)), r, se, int(u.size),
                    trials_needed(int(u.size), t) if t > 0 else None)
+
+
+def mcnemar(b: int, c: int) -> Outcome:
+    """Exact McNemar test on paired yes/no trials (the same initial data under two conditions): of the
+    ``b + c`` discordant pairs, ``b`` went the stated way; a binomial test of that share against 1/2
+    (:func:`proportion`). With no discordant pair nothing can be decided: ``n`` is 0 and ``p`` 1.
+
+    Examples
+    --------
+    >>> mcnemar(12, 0).p < 1e-3, mcnemar(6, 6).p > 0.05, mcnemar(0, 0).n
+    (True, True, 0)
+    """
+    if b + c == 0:
+        return Outcome(1.0, 1.0, 0.0, math.nan, 0, None)
+    return proportion(int(b), int(b + c), 0.5)
 
 
 def pooled(tests: Sequence[Outcome]) -> Outcome:

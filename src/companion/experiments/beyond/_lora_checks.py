@@ -151,3 +151,35 @@ def _lora_sphere_check(cfg: LoraMetastableConfig, generator: torch.Generator, de
         rate.append(r_s)
         q.append((q_s[0] - q_s[1]) / 2)
     return {"rate": np.array(rate), "forcing": np.array(q), "ts": t}
+
+
+def lora_synthetic_result(wrong: bool = False) -> dict[str, Any]:
+    """A synthetic result of ``beyond-lora-metastable`` for the claims' examples and tests: the
+    measurements agree with the derived laws, or (``wrong``) come from a wrong model (rates
+    unchanged, no forcing, clusters merging as without adapter, no switch). Only the keys
+    :func:`lora_metastable_claims` reads, with 2 angles, 2 degrees and 20 trials.
+
+    Examples
+    --------
+    >>> r = lora_synthetic_result()
+    >>> r["circle"]["d_rate"].shape, r["plateau"]["censored"].shape
+    ((2, 2), (1, 2, 20))
+    """
+    g = np.array([0.6, 0.42])
+    dp = np.array([[0.3, 0.21], [0.0, 0.0]])
+    fp = np.array([[0.0, 0.0], [-0.9, -1.2]])
+    circle = {"gamma": g, "d_rate": np.zeros_like(dp) if wrong else dp, "d_rate_pred": dp, "d_freq": np.zeros_like(fp) if wrong else fp,
+              "d_freq_pred": fp, "rate": np.array([[[0.6, 0.42]] * 2] * 2), "forcing": np.array([[0.0, 0.0 if wrong else 0.1]] * 2),
+              "forcing_pred": np.array([[0.0, 0.1]] * 2), "freq": np.zeros((2, 2, 2))}
+    sphere = {"gamma": g, "d_rate": np.zeros_like(dp) if wrong else dp, "d_rate_pred": dp, "rate": np.array([[[0.42, 0.6]] * 2] * 2),
+              "forcing": np.array([[0.0, 0.0 if wrong else 0.05]] * 2), "forcing_pred": np.array([[0.0, 0.05]] * 2)}
+    T = 20
+    cens = np.zeros((1, 2, T), bool)
+    cens[0, 1] = not wrong
+    return {"angles": [0.0, 90.0], "ks": [2, 3], "ls": [2, 1], "beta_switch": 5.0, "n_switch": 400, "circle": circle, "sphere": sphere,
+            "two_token": {"rate": np.array([0.01, -0.03 if not wrong else 0.036]), "rate_pred": np.array([0.01, -0.03]),
+                          "axis_drift": np.zeros(2)},
+            "switch": {"k_max": 3, "share_2": np.array([0.2, 0.2 if wrong else 1.0]), "predicted_share": np.array([0.0, 0.99]),
+                       "selected": np.array([[2] * 4 + [3] * 16, [2] * 4 + [3] * 16 if wrong else [2] * 20])},
+            "switch_factors": [0.0, 3.0], "plateau_factors": [0.0, 4.0],
+            "plateau": {"t_form": np.ones((1, 2, T)), "censored": cens, "aligned": np.ones((1, 2, T), bool)}}

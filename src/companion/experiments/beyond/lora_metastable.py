@@ -22,11 +22,11 @@ from ...report import below, wilson
 from ...registry import claims_for, experiment, summary_for
 from ...theory import metastable as th_meta
 from ...theory.questions import lora_direction, lora_forcing, lora_frequency, lora_merge_rate, lora_rates, lora_switch_eps, lora_switch_share
-from ._lora_checks import _identity_plus, _lora_sphere_check, _slope, lora_circle_check
+from ._lora_checks import _identity_plus, _lora_sphere_check, _slope, lora_circle_check, lora_synthetic_result
 from ._shared import F64, OURS, RATE_FLOOR, TOL_RATE, every
 
 __all__ = ["LoraMetastableConfig", "lora_metastable", "lora_metastable_claims", "plot_lora_metastable", "lora_circle_check",
-           "lora_synthetic_result", "LORA_METASTABLE_TINY", "TOL_LORA_COEF", "TOL_LORA_FORCING", "TOL_AXIS",
+           "LORA_METASTABLE_TINY", "TOL_LORA_COEF", "TOL_LORA_FORCING", "TOL_AXIS",
            "lora_metastable_summary"]
 
 # Q2: first-order coefficients d lambda / d eps from the deterministic lattice runs at eps = +-0.01:
@@ -318,12 +318,6 @@ def _share(x: np.ndarray) -> float:
     return float(np.mean(x)) if np.size(x) else math.nan
 
 
-def _mcnemar(b: int, c: int) -> inference.Outcome | None:
-    """Exact McNemar test on paired yes/no trials: of the ``b + c`` discordant pairs, ``b`` went the
-    stated way (a binomial test against 1/2); None without discordant pairs."""
-    return inference.proportion(int(b), int(b + c), 0.5) if b + c > 0 else None
-
-
 @summary_for("beyond-lora-metastable")
 def lora_metastable_summary(result: dict[str, Any]) -> dict[str, Any]:
     """Every number the chapter and the answers read: the worst first-order coefficient error (over
@@ -410,13 +404,13 @@ def lora_metastable_claims(result: dict[str, Any], cfg: LoraMetastableConfig) ->
     s = lora_metastable_summary(result)
     angles = ", ".join(f"{a:g}" for a in result["angles"])
     fac, hi, T = s["factors"], s["hi"], s["T"]
-    sw_mc, sw_most = _mcnemar(s["switch_b"], s["switch_c"]), inference.proportion(s["k_hi"], T, 0.5)
+    sw_mc, sw_most = inference.mcnemar(s["switch_b"], s["switch_c"]), inference.proportion(s["k_hi"], T, 0.5)
     sw_v = every({
         "more runs select 2 than without adapter (paired)": ledger.significant(sw_mc.p, against=sw_mc.against, needed=sw_mc.needed)
-        if sw_mc else ledger.Verdict("inconclusive"),
+        if sw_mc.n else ledger.Verdict("inconclusive"),
         "most runs select 2": ledger.significant(sw_most.p, against=sw_most.against, needed=sw_most.needed)})
-    pl_mc = _mcnemar(s["plateau_b"], s["plateau_c"])
-    pl_v = (ledger.significant(pl_mc.p, against=pl_mc.against, needed=pl_mc.needed) if pl_mc
+    pl_mc = inference.mcnemar(s["plateau_b"], s["plateau_c"])
+    pl_v = (ledger.significant(pl_mc.p, against=pl_mc.against, needed=pl_mc.needed) if pl_mc.n
             else ledger.Verdict("inconclusive"))
     derived_test = "the check's accuracy, stated: {}"
     return [
@@ -491,36 +485,3 @@ def lora_metastable_claims(result: dict[str, Any], cfg: LoraMetastableConfig) ->
             uncertainty=(f"{wilson(s['merged_runs'], s['aligned_runs'], 'runs')}; {s['pairs']} initial states: "
                          f"{s['plateau_b']} control ended and adapter held, {s['plateau_c']} the reverse") if s["aligned_runs"] else None),
     ]
-
-
-def lora_synthetic_result(wrong: bool = False) -> dict[str, Any]:
-    """A synthetic result of ``beyond-lora-metastable`` for the claims' examples and tests: the
-    measurements agree with the derived laws, or (``wrong``) come from a wrong model (rates
-    unchanged, no forcing, clusters merging as without adapter, no switch). Only the keys
-    :func:`lora_metastable_claims` reads, with 2 angles, 2 degrees and 20 trials.
-
-    Examples
-    --------
-    >>> r = lora_synthetic_result()
-    >>> r["circle"]["d_rate"].shape, r["plateau"]["censored"].shape
-    ((2, 2), (1, 2, 20))
-    """
-    g = np.array([0.6, 0.42])
-    dp = np.array([[0.3, 0.21], [0.0, 0.0]])
-    fp = np.array([[0.0, 0.0], [-0.9, -1.2]])
-    circle = {"gamma": g, "d_rate": np.zeros_like(dp) if wrong else dp, "d_rate_pred": dp, "d_freq": np.zeros_like(fp) if wrong else fp,
-              "d_freq_pred": fp, "rate": np.array([[[0.6, 0.42]] * 2] * 2), "forcing": np.array([[0.0, 0.0 if wrong else 0.1]] * 2),
-              "forcing_pred": np.array([[0.0, 0.1]] * 2), "freq": np.zeros((2, 2, 2))}
-    sphere = {"gamma": g, "d_rate": np.zeros_like(dp) if wrong else dp, "d_rate_pred": dp, "rate": np.array([[[0.42, 0.6]] * 2] * 2),
-              "forcing": np.array([[0.0, 0.0 if wrong else 0.05]] * 2), "forcing_pred": np.array([[0.0, 0.05]] * 2)}
-    T = 20
-    cens = np.zeros((1, 2, T), bool)
-    cens[0, 1] = not wrong
-    return {"angles": [0.0, 90.0], "ks": [2, 3], "ls": [2, 1], "beta_switch": 5.0, "n_switch": 400, "circle": circle, "sphere": sphere,
-            "two_token": {"rate": np.array([0.01, -0.03 if not wrong else 0.036]), "rate_pred": np.array([0.01, -0.03]),
-                          "axis_drift": np.zeros(2)},
-            "switch": {"k_max": 3, "share_2": np.array([0.2, 0.2 if wrong else 1.0]), "predicted_share": np.array([0.0, 0.99]),
-                       "selected": np.array([[2] * 4 + [3] * 16, [2] * 4 + [3] * 16 if wrong else [2] * 20])},
-            "switch_factors": [0.0, 3.0], "plateau_factors": [0.0, 4.0],
-            "plateau": {"t_form": np.ones((1, 2, T)), "censored": cens, "aligned": np.ones((1, 2, T), bool)}}
-

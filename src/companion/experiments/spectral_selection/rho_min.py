@@ -141,16 +141,12 @@ def _at(values: Any, beta: float) -> Any:
 
 
 def _mcnemar(yes_a: Any, yes_b: Any) -> inference.Outcome:
-    """Exact McNemar test, trials paired (the same initial data): that outcome ``yes_a`` (trials,) bools
-    holds more often than ``yes_b``: among the discordant trials, a binomial test of the share where
-    only ``yes_a`` holds against 1/2. With no discordant trial nothing can be decided (p = 1)."""
+    """Exact McNemar test (:func:`companion.inference.mcnemar`), trials paired (the same initial data): that
+    outcome ``yes_a`` (trials,) bools holds more often than ``yes_b``."""
     import numpy as np
 
     a, b = np.asarray(yes_a, dtype=bool), np.asarray(yes_b, dtype=bool)
-    only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
-    if only_a + only_b == 0:
-        return inference.Outcome(1.0, 1.0, 0.0, float("nan"), 0, None)
-    return inference.proportion(only_a, only_a + only_b, 0.5)
+    return inference.mcnemar(int((a & ~b).sum()), int((~a & b).sum()))
 
 
 @summary_for("spectral-rho-min")
