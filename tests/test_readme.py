@@ -200,3 +200,9 @@ def test_layering_check_can_fail():
     assert {("integrate", "models"), ("circle", "attention")} <= imports()  # the scan sees the package's real imports
     assert architecture("## Architecture\n\n```\nexperiments/<chapter>/<stem>.py, store   x\ntheory/   y\n```\n") == [
         {"experiments", "store"}, {"theory"}]
+
+
+def test_store_imports_no_llm_sweep_or_registry():
+    """Issue 47: the store keeps one job (where results live, the verified unit); it neither runs, judges
+    nor assembles anything, so it imports none of these (function-level imports counted)."""
+    assert {b for a, b in imports() if a == "store"} <= {"provenance", "encoding"}
