@@ -15,7 +15,7 @@ One experiment a file:
 
 Each has a claims function beside it, its thresholds named constants there; the two training experiments
 share their summary and rows (``_training_summary``). Their runs stored as parts are read back by
-:func:`companion.store.training_from_parts`.
+:func:`companion.llm.parts.training_from_parts`.
 """
 from __future__ import annotations
 
