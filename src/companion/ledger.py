@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .provenance import atomic_write_text, repo_root
 
-__all__ = ["Claim", "Verdict", "verdict", "significant", "consistent", "cases", "worst", "best", "graded", "within",
+__all__ = ["Claim", "Verdict", "verdict", "significant", "consistent", "cases", "worst", "within",
            "NOT_CHECKABLE", "STATUSES", "BASES", "PAPERS", "ALPHA", "SETTINGS", "record", "assemble", "load",
            "format_claims", "QUESTION_STATUSES", "QUESTION_PREFIX", "answer", "is_question", "at_edge", "fragile",
            "counts", "paper_text", "quote_found"]
@@ -187,24 +187,19 @@ def is_question(row: Any) -> bool:
     return isinstance(rid, str) and rid.startswith(QUESTION_PREFIX)
 
 
-def _threshold_status(v: float, reproduced: float, partly: float | None, sign: float) -> str:
-    if sign * v <= sign * reproduced:
-        return "reproduced"
-    if partly is not None and sign * v <= sign * partly:
-        return "partly"
-    return "not-reproduced"
+def _threshold_status(v: float, reproduced: float, sign: float) -> str:
+    return "reproduced" if sign * v <= sign * reproduced else "not-reproduced"
 
 
-def verdict(value: Any, reproduced: float | None = None, *, partly: float | None = None, better: str = "lower",
-            scale: float | None = None) -> Verdict:
+def verdict(value: Any, reproduced: float | None = None, *, better: str = "lower") -> Verdict:
     """A number against the paper's number or bound: ``value`` within the tolerance ``reproduced``.
 
     With ``better="lower"`` (an error, a violation) ``value <= reproduced`` is reproduced, anything
     else (NaN included) not-reproduced; ``better="higher"`` mirrors it. A bool ``value`` is a yes/no
     check (an exact property, a counterexample). The tolerance must be the paper's, or the numerical
     error of the method (stated where the row says so): a pass mark the paper does not give is printed
-    in the row, not passed here. ``partly`` (a looser second threshold) and ``scale`` are kept for old
-    call sites only and will go.
+    in the row, not passed here (there is no looser second threshold: a statement of several cases is
+    judged with :func:`cases`).
 
     The status is recomputed with the tolerance times 0.8 and 1.25 (:data:`SETTINGS`); the margin is
     in decades of the tolerance.
@@ -227,19 +222,13 @@ def verdict(value: Any, reproduced: float | None = None, *, partly: float | None
         return Verdict("reproduced" if bool(value) else "not-reproduced")
     if reproduced is None:
         raise ValueError("verdict: a numeric value needs the threshold 'reproduced'")
-    if scale is not None and not scale > 0:
-        raise ValueError(f"verdict: scale must be > 0, got {scale}")
     v = float(value)
     if not math.isfinite(v):
         return Verdict("not-reproduced")
     sign = 1.0 if better == "lower" else -1.0  # compare sign * value against sign * threshold, lower is better
-    if partly is not None and sign * partly < sign * reproduced:
-        raise ValueError(f"verdict: partly={partly} must be looser than reproduced={reproduced} (better={better!r})")
-    status = _threshold_status(v, reproduced, partly, sign)
-    variants = tuple(_threshold_status(v, reproduced * f, None if partly is None else partly * f, sign)
-                     for _, f, _ in SETTINGS)
-    margin = _min_margin(_decades(v, t) for t in [reproduced] + ([partly] if partly is not None else []))
-    return Verdict(status, margin, variants if any(x != status for x in variants) else ())
+    status = _threshold_status(v, reproduced, sign)
+    variants = tuple(_threshold_status(v, reproduced * f, sign) for _, f, _ in SETTINGS)
+    return Verdict(status, _decades(v, reproduced), variants if any(x != status for x in variants) else ())
 
 
 def _test_status(p: float, against: float | None, level: float) -> str:
@@ -354,39 +343,7 @@ def worst(*verdicts: Verdict) -> Verdict:
     return _combine(lambda s: max(s, key=_SEVERITY.__getitem__), verdicts)
 
 
-def best(*verdicts: Verdict) -> Verdict:
-    """A claim that holds when any one condition does: the best status (under every setting).
-
-    Examples
-    --------
-    >>> best(verdict(0.3, 0.1), verdict(0.05, 0.1)).status
-    'reproduced'
-    """
-    if not verdicts:
-        raise ValueError("best() needs at least one verdict")
-    return _combine(lambda s: min(s, key=_SEVERITY.__getitem__), verdicts)
-
-
-def graded(needed: Sequence[Verdict], wanted: Sequence[Verdict]) -> Verdict:
-    """Not-reproduced unless every ``needed`` condition holds; partly unless every ``wanted`` one holds too
-    (use only where the paper states both parts: ``wanted`` are its further cases).
-
-    Examples
-    --------
-    >>> graded([verdict(True)], [verdict(0.2, 0.1)]).status, graded([verdict(False)], [verdict(True)]).status
-    ('partly', 'not-reproduced')
-    """
-    k = len(needed)
-
-    def rule(s: list[str]) -> str:
-        if max(s[:k], key=_SEVERITY.__getitem__) != "reproduced":
-            return "not-reproduced"
-        return "reproduced" if all(x == "reproduced" for x in s[k:]) else "partly"
-
-    return _combine(rule, list(needed) + list(wanted))
-
-
-def within(value: float, err: float, threshold: float, better: str = "lower", scale: float | None = None) -> Verdict:
+def within(value: float, err: float, threshold: float, better: str = "lower") -> Verdict:
     """``value ± err`` against the paper's ``threshold``: reproduced when the whole interval passes,
     not-reproduced when none of it does, inconclusive when it straddles the threshold.
 
