@@ -125,6 +125,9 @@ def test_issue_probe_metastable_ln_n_dt(tmp_path, monkeypatch):
     (["pack", ".", "--to", "packs", "--max-mb", "nan"], "--max-mb must lie in"),
     (["sweep", "metastable-ln-n", "--grid", "n=1000", "--workers", "100000"], "--workers must lie in"),
     (["run", "intro-consensu"], "did you mean 'intro-consensus'"),
+    (["run", "intro-consensus", "--param", "n=4611686018427387904"], "the command line stops at"),  # 2**62: torch's numel overflow
+    (["run", "intro-clustering", "--param", "n=200000"], "more than 100 times the largest profile's 64"),
+    (["run", "intro-consensus", "--param", "t1=1e300"], "more than 1e+06 times"),
 ])
 def test_command_line_refuses_in_one_line(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -29,7 +29,10 @@ __all__ = ["main", "build_parser", "parse_value", "parse_axis"]
 
 PROFILES = ("fast", "full")  # the registry's profiles (registry.PROFILES; a test keeps the two equal: this file imports no torch)
 MAX_WORKERS = 4 * (__import__("os").cpu_count() or 1)
-MAX_BUDGET_MIN = 525_600.0  # a year of minutes: anything longer is a typo, and 60 * 1e308 s overflows
+MAX_BUDGET_MIN = 525_600.0
+# How far --param may take a positive parameter beyond the larger of its two profiles: counts (tokens, trials,
+# steps) 100 times, other sizes (horizons, temperatures) a million times.
+MAX_COUNT_FACTOR, MAX_SIZE_FACTOR = 100, 1e6  # a year of minutes: anything longer is a typo, and 60 * 1e308 s overflows
 
 # Arguments of a sweep point that the sweep itself supplies (not grid axes).
 _NOT_GRID = ("profile", "device", "cfg")
@@ -273,7 +276,9 @@ def build_parser(run_help: Sequence[str] = (), sweep_help: bool = False) -> argp
 
 def _check_counts(exp, overrides: dict[str, Any], flag: str = "--param") -> None:
     """An integer parameter that is >= 1 in every profile counts something (tokens, trials, steps):
-    an override below 1 is refused here, before the run, rather than deep inside it."""
+    an override below 1 is refused here, before the run, rather than deep inside it; so is a positive
+    parameter taken past :data:`MAX_COUNT_FACTOR` (counts) or :data:`MAX_SIZE_FACTOR` (other sizes) times
+    its larger profile value."""
     values = exp.parameters()
     for key, v in overrides.items():
         if key == "seed" or key.endswith("_seed"):  # a seed names an initial state: any integer >= 0, 0 included
@@ -282,10 +287,17 @@ def _check_counts(exp, overrides: dict[str, Any], flag: str = "--param") -> None
             continue
         profiles = list((values.get(key) or {}).values())
         ints = [x for x in profiles if isinstance(x, int) and not isinstance(x, bool)]
-        if (isinstance(v, int) and not isinstance(v, bool) and v < 1 and profiles and len(ints) == len(profiles)
-                and min(ints) >= 1):
+        counts = bool(profiles) and len(ints) == len(profiles) and min(ints) >= 1
+        if isinstance(v, int) and not isinstance(v, bool) and v < 1 and counts:
             raise UsageError(f"{flag} {key}={v}: {key} counts something (the profiles have "
                              f"{', '.join(map(str, dict.fromkeys(ints)))}) and must be an integer >= 1")
+        sizes = [x for x in profiles if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0]
+        if sizes and len(sizes) == len(profiles) and isinstance(v, (int, float)) and not isinstance(v, bool):
+            most = (MAX_COUNT_FACTOR if counts else MAX_SIZE_FACTOR) * max(sizes)
+            if v > most:  # a typo or a run no machine finishes: refused here, not by torch deep inside
+                raise UsageError(f"{flag} {key}={v:g}: more than {MAX_COUNT_FACTOR if counts else MAX_SIZE_FACTOR:g} times "
+                                 f"the largest profile's {max(sizes):g}; the command line stops at {most:g} (call "
+                                 f"companion.registry.get({exp.name!r}).run(...) from Python for a larger run)")
 
 
 def _check_out(out: Path | None) -> None:
