@@ -601,7 +601,17 @@ def _normal(text: str) -> str:
 
 def paper_text(paper: str, source: str = "") -> str:
     """The text a quote of ``paper`` is looked up in (whitespace collapsed): the paper's copy, or
-    ``NOTES.md`` when ``source`` names it. Raises FileNotFoundError where the papers are not here."""
+    ``NOTES.md`` when ``source`` names it. Raises FileNotFoundError where the papers are not here.
+
+    Examples
+    --------
+    >>> paper_text("E")
+    Traceback (most recent call last):
+    ...
+    ValueError: paper must be one of ('A', 'B', 'C', 'D'), got 'E'
+    >>> "  " in paper_text("C") if papers_dir().is_dir() else False
+    False
+    """
     if paper not in PAPERS:
         raise ValueError(f"paper must be one of {PAPERS}, got {paper!r}")
     name = NOTES if source == NOTES else PAPER_FILES[paper]

@@ -745,7 +745,14 @@ def get(name: str) -> Experiment:
 
 
 def summarize(result: Mapping[str, Any]) -> dict[str, Any]:
-    """The summary of a result of a registered experiment (it names its experiment): see :func:`summary_for`."""
+    """The summary of a result of a registered experiment (it names its experiment): see :func:`summary_for`.
+
+    Examples
+    --------
+    >>> s = summarize(get("intro-consensus").run(n=4, t1=1.0))
+    >>> isinstance(s, dict) and len(s) > 0
+    True
+    """
     if "experiment" not in result:
         raise ValueError("summarize(result): the result names no experiment (results of Experiment.run carry 'experiment')")
     return get(str(result["experiment"])).summarize(result)

@@ -78,7 +78,7 @@ FORMER_FULL = {
                               "kappa0": 0.05, "delta0": 1e-3, "t_end": 3, "seed": 0},
     "phase-critical-kappa": {"kappas": [0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2], "per": 2000, "L": 1024, "n": 8,
                              "delta0": 0.05, "t_end": 7, "t_from": 2.5, "fig8_kappa": 0.05, "relax_t": 1.5, "seed": 1},
-    "phase-rank-independence": {"ranks": [1, 4, 16], "kappa": 0.01, "d": 16, "n": 8, "per": 1000, "L": 512, "delta0": 0.05,
+    "phase-rank-independence": {"ranks": [1, 4, 16], "kappa": 0.01, "d": 16, "n": 8, "per": 4000, "L": 512, "delta0": 0.05,
                                 "t_end": 5, "t_from": 2.0, "seed": 2},
     "phase-depth-transition": {"trials": 64, "n": 20, "half_width": 5.0, "dt": 0.1, "t_base": 30.0, "t_end": 1000.0,
                                "t_end_b": 60.0, "eps": 0.01, "v_b": [1.0, 1.0], "delta": 0.1, "seed": 3},
