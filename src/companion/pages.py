@@ -19,7 +19,7 @@ from .store import code_status, load_run, results_dir, stale
 
 __all__ = ["show_full", "figure_sources", "chapter_times", "machine", "source_line",
            "retimed", "paper_figure", "verdict_box", "numbers_table", "ledger_table", "book_figures", "count_line", "section_link",
-           "STATUS_CLASSES", "BASIS_WORDS", "paper_order", "claims_frame", "rereading", "rereading_counts"]
+           "STATUS_CLASSES", "BASIS_WORDS", "quote_html", "paper_order", "claims_frame", "rereading", "rereading_counts"]
 
 
 def _stored_line(exp, profile: str, meta: Mapping[str, Any], root: Path | str | None) -> str:
@@ -363,6 +363,43 @@ def statement_html(text: str) -> str:
     return "".join(out)
 
 
+_TEX_COMMAND = re.compile(r"\\[a-zA-Z]{2,}|[_^]\{")
+_WORDS = re.compile(r"(?:\b[A-Za-z]{3,}\b[ ,.;:]+){3}")
+
+
+def quote_html(text: str) -> str:
+    r"""A paper's words as HTML. Our copies of the papers keep some formulas as bare TeX (their ``$``
+    lost): a run of bare TeX between ``$...$`` pieces is typeset as maths when it is maths alone, and
+    shown as the copy's text (``<code>``) when it mixes TeX with words, never as raw TeX in prose.
+
+    Examples
+    --------
+    >>> print(quote_html(r"holds: $W_2 \le C$ (14)"))
+    holds: <span class="math notranslate nohighlight">\(W_2 \le C\)</span> (14)
+    >>> print(quote_html(r"n\sum_{i=1}^{d}\frac{\kappa}{2}"))
+    <span class="math notranslate nohighlight">\(n\sum_{i=1}^{d}\frac{\kappa}{2}\)</span>
+    >>> print(quote_html(r"the proofs C_{2}(R)\leq 2R^{2} which are useful for us"))
+    <code class="verdict-quote-tex">the proofs C_{2}(R)\leq 2R^{2} which are useful for us</code>
+    """
+    text = str(text)
+    if text.count("$") % 2:
+        pieces = [text]
+    else:
+        pieces = re.split(r"(?<!\\)\$", text)
+    out = []
+    for i, piece in enumerate(pieces):
+        if i % 2:  # inside $...$
+            out.append(f'<span class="math notranslate nohighlight">\\({_esc(piece)}\\)</span>')
+        elif not _TEX_COMMAND.search(piece):
+            out.append(_esc(piece))
+        elif _WORDS.search(re.sub(r"\\[a-zA-Z]+|\{[^}]*\}", " ", piece)):  # TeX among words: the copy's text
+            out.append(f'<code class="verdict-quote-tex">{_esc(piece.strip())}</code>')
+        else:
+            lead, core, tail = re.match(r"(\s*)(.*?)(\s*)$", piece, re.S).groups()
+            out.append(f'{lead}<span class="math notranslate nohighlight">\\({_esc(core)}\\)</span>{tail}')
+    return "".join(out)
+
+
 def _text(x: Any) -> str:
     """A number or string of a ledger row as printed (floats already rounded by the ledger)."""
     return x if isinstance(x, str) else repr(x)
@@ -522,7 +559,7 @@ def verdict_box(rows: Any) -> _Shown:
         if r.get("quote"):
             src = " (recovered in the notes on the paper)" if r.get("source") else ""
             quote = (f'<span class="verdict-quote"><span class="verdict-basis">{_esc(basis)}{_esc(src)}:</span> '
-                     f'&ldquo;{statement_html(r["quote"])}&rdquo;</span>')
+                     f'&ldquo;{quote_html(r["quote"])}&rdquo;</span>')
         why = f'<span class="verdict-why">{_esc(r["why"])}</span>' if r.get("why") else ""
         html_rows.append(
             f'<div class="verdict verdict-{STATUS_CLASSES.get(r["status"], "na")}">'
