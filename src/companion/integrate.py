@@ -30,7 +30,7 @@ import dataclasses
 import functools
 import math
 import warnings
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 import torch
 
@@ -304,7 +304,7 @@ class SaveAt:
         """The last save time, where the run ends."""
         return self.ts[-1]
 
-    def intervals(self, t0: float):
+    def intervals(self, t0: float) -> Iterator[tuple[float, float]]:
         """The intervals ``(start, save time)`` a run from ``t0`` covers, one a save time."""
         return zip((t0,) + self.ts[:-1], self.ts)
 
@@ -319,7 +319,8 @@ class ConstantStepSize:
         m_j = \Big\lceil \frac{s_j - s_{j-1}}{dt} - 10^{-9} \Big\rceil, \qquad
         h_j = \frac{s_j - s_{j-1}}{m_j}, \qquad s_0 = t_0,
 
-    (the :math:`10^{-9}` keeps a length that is a multiple of dt up to rounding from taking one step more).
+    and :math:`m_j = 0` when :math:`s_j = s_{j-1}` (the :math:`10^{-9}` keeps a length that is a multiple of dt
+    up to rounding from taking one step more; an interval shorter than :math:`10^{-9} dt` takes none).
 
     Parameters
     ----------
@@ -652,7 +653,7 @@ def simulate(
     x0: torch.Tensor,
     t1: float,
     *,
-    method: str | Any = "rk4",
+    method: Any = "rk4",
     dt: float = 0.1,
     save_at: SaveAt | Sequence[float] | torch.Tensor | None = None,
     t0: float = 0.0,
