@@ -6,9 +6,13 @@ intervals) and adaptive settings (tolerances, both error norms, fsal on/off/defa
 (none, a grid, a grid ending before t1, repeated and t0-valued times, a tensor, t0 != 0) x float32
 and float64, on small ensembles (2 trials, 5 tokens, d = 3). A case stores its saved times and states,
 its stats and config, the warnings it raised, or the exception it ended with (type and message);
-``check`` asks each stored output to be :func:`torch.equal` (and byte-equal) to the new one and
-every other field to be equal. A few cases run with the compiled stage sums off and with the
+``check`` asks each stored output to be :func:`torch.equal` (and byte-equal) to the new one (a NaN
+where the stored one has one) and every other field to be equal. A few cases run with the compiled stage sums off and with the
 progress bar on, and a few ask for the guards' errors (step budgets, stiffness, a singular field).
+
+With ``--experiments`` it records and checks, instead, the result arrays of every registered
+experiment's fast profile on the CPU (the LLM chapter's left out: they need a local language model;
+``--skip`` leaves out more): every stored result is computed through ``simulate``.
 
 Why a script under ``bench/`` and not a test: the stored bits are those of this machine and its
 torch, numba and BLAS builds, so they cannot be a portable test; they are a refactoring guard, run
@@ -21,7 +25,8 @@ Usage (the old code first: a checkout of the revision before the change, first o
     PYTHONPATH=/tmp/old/src python bench/simulate_bits.py record /tmp/simulate_bits.pt
     PYTHONPATH=src python bench/simulate_bits.py check /tmp/simulate_bits.pt
 
-About a minute on one core.
+About half a minute on one core; ``--experiments`` about a minute, and 3 more for the four longest
+(spectral-rho-min, phase-eps-sweep, stability-prop33, metastable-official).
 """
 from __future__ import annotations
 
@@ -219,6 +224,13 @@ def _no_numba(call):
         R.HAVE_NUMBA = was
 
 
+class _Result:
+    """An experiment's flattened result, told apart from a Solution."""
+
+    def __init__(self, fields: dict):
+        self.fields = fields
+
+
 def run_case(call) -> dict:
     """What a case gives: its solution's fields or its error, and its warnings."""
     with warnings.catch_warnings(record=True) as caught:
@@ -228,9 +240,25 @@ def run_case(call) -> dict:
         except Exception as err:  # noqa: BLE001 - an error is an outcome to compare
             out = {"error": (type(err).__name__, str(err))}
         else:
-            out = {"ts": sol.ts, "xs": sol.xs, "stats": dict(sol.stats), "config": dict(sol.config)}
+            out = sol.fields if isinstance(sol, _Result) else {"ts": sol.ts, "xs": sol.xs, "stats": dict(sol.stats),
+                                                                "config": dict(sol.config)}
     out["warnings"] = [(w.category.__name__, str(w.message), w.filename.rsplit("/", 1)[-1]) for w in caught]
     return out
+
+
+def _equal(x: torch.Tensor, y) -> bool:
+    """Same dtype, shape and bytes, and torch.equal (a NaN, which torch.equal never finds equal, where the
+    other has one: the bytes compare them)."""
+    if not (isinstance(y, torch.Tensor) and x.dtype == y.dtype and x.shape == y.shape):
+        return False
+    if x.is_floating_point() or x.is_complex():
+        nan = torch.isnan(x)
+        if not torch.equal(nan, torch.isnan(y)):
+            return False
+        x, y, same_bytes = x[~nan], y[~nan], x.cpu().numpy().tobytes() == y.cpu().numpy().tobytes()
+    else:
+        same_bytes = x.cpu().numpy().tobytes() == y.cpu().numpy().tobytes()
+    return same_bytes and torch.equal(x, y)
 
 
 def _same(a: dict, b: dict) -> list[str]:
@@ -240,23 +268,59 @@ def _same(a: dict, b: dict) -> list[str]:
         if k not in a or k not in b:
             bad.append(f"{k} only in one")
         elif isinstance(a[k], torch.Tensor):
-            x, y = a[k], b[k]
-            if not (isinstance(y, torch.Tensor) and x.dtype == y.dtype and x.shape == y.shape and torch.equal(x, y)
-                    and x.cpu().numpy().tobytes() == y.cpu().numpy().tobytes()):
+            if not _equal(a[k], b[k]):
                 bad.append(f"{k} differs")
         elif a[k] != b[k]:
             bad.append(f"{k}: {a[k]!r} != {b[k]!r}")
     return bad
 
 
+def experiment_cases(skip: set[str]):
+    """(key, callable) for every registered experiment's fast profile on the CPU but the LLM chapter's
+    (they need a local language model) and those in ``skip``; the callable returns its result, flattened."""
+    from companion import registry
+
+    for name, exp in sorted(registry.registry().items()):
+        if not name.startswith("llm-") and name not in skip:
+            yield f"experiment/{name}", (lambda e=exp: _flat(e.run("fast", "cpu"), "result."))
+
+
+def _flat(result, prefix: str = "") -> dict:
+    """A result dict's leaves by dotted key: tensors and arrays as CPU tensors, the rest as they are."""
+    import numpy as np
+
+    out = {}
+    for k, v in (result.items() if isinstance(result, dict) else enumerate(result)):
+        key = f"{prefix}{k}"
+        if isinstance(v, (dict, list, tuple)) and any(isinstance(x, (dict, list, tuple, np.ndarray, torch.Tensor))
+                                                      for x in (v.values() if isinstance(v, dict) else v)):
+            out.update(_flat(v, key + "."))
+        elif isinstance(v, torch.Tensor):
+            out[key] = v.detach().cpu()
+        elif isinstance(v, np.ndarray) and v.dtype.kind in "biufc":
+            out[key] = torch.from_numpy(np.ascontiguousarray(v))
+        else:
+            out[key] = repr(v)  # repr: a NaN equals itself, a float keeps all its digits
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("mode", choices=("record", "check"))
     ap.add_argument("path", help="the stored outcomes (torch.save file)")
+    ap.add_argument("--experiments", action="store_true", help="the registered experiments' fast profiles instead "
+                    "(their result arrays), less the LLM chapter's")
+    ap.add_argument("--skip", default="", help="experiments left out, comma-separated (with --experiments)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     print(f"companion from {companion.__file__}; torch {torch.__version__}; numba {R.HAVE_NUMBA}", file=sys.stderr)
-    outcomes = {key: run_case(call) for key, call in cases()}
+    if args.experiments:
+        outcomes = {}
+        for key, call in experiment_cases(set(filter(None, args.skip.split(",")))):
+            outcomes[key] = run_case(lambda c=call: _Result(c()))
+            print(key, file=sys.stderr)
+    else:
+        outcomes = {key: run_case(call) for key, call in cases()}
     errors = sum("error" in o for o in outcomes.values())
     if args.mode == "record":
         torch.save(outcomes, args.path)
