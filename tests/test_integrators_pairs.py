@@ -40,7 +40,7 @@ def _fixed(pair, model, h, steps, embedded=False):
     """``steps`` fixed steps of ``pair`` (the 5th-order solution, or the embedded 4th-order one, x_new - err)."""
     t, x = 0.0, X0
     for _ in range(steps):
-        x_new, err, _ = integrate._pair_step(pair, model.vector_field, t, x, h, model.vector_field(t, x))
+        x_new, err, _ = pair.step(model.vector_field, t, x, h, model.vector_field(t, x))
         x, t = (x_new - err if embedded else x_new), t + h
     return x, t
 
