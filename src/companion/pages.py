@@ -19,7 +19,7 @@ from .store import code_status, load_run, results_dir, stale
 
 __all__ = ["show_full", "figure_sources", "chapter_times", "machine", "source_line",
            "retimed", "paper_figure", "verdict_box", "numbers_table", "ledger_table", "book_figures", "count_line", "section_link",
-           "STATUS_CLASSES", "BASIS_WORDS", "quote_html", "paper_order", "claims_frame", "rereading", "rereading_counts"]
+           "STATUS_CLASSES", "BASIS_WORDS", "quote_html", "paper_order", "claims_frame", "rereading", "rereading_table", "rereading_counts"]
 
 
 def _stored_line(exp, profile: str, meta: Mapping[str, Any], root: Path | str | None) -> str:
@@ -727,8 +727,8 @@ def claims_frame(rows: Sequence[Mapping[str, Any]], page: str = "claims") -> tup
     >>> frame, text = claims_frame([row])
     >>> print(text)
     A | Prop. 3.1 | reproduced | paper | X-1 | 0.5 | <= 1
-    >>> list(frame.columns)
-    ['paper', 'result', 'status', 'basis', 'claim', 'measured', 'expected']
+    >>> list(frame.columns)  # the basis is written under the status
+    ['paper', 'result', 'status', 'claim', 'measured', 'expected']
     """
     import pandas as pd
 
@@ -737,8 +737,9 @@ def claims_frame(rows: Sequence[Mapping[str, Any]], page: str = "claims") -> tup
         "paper": [r["paper"] for r in ordered],
         "result": [f'<a id="row-{_esc(r["id"])}" href="{section_link(r, page=page)}">{_esc(r["where"])}</a>' for r in ordered],
         "status": [f'<span class="status status-{STATUS_CLASSES.get(r["status"], "na")}">{r["status"]}</span>'
-                   + (' <span class="verdict-edge">fragile</span>' if at_edge(r) else "") for r in ordered],
-        "basis": [_esc(r.get("basis") or "") for r in ordered],
+                   + (' <span class="verdict-edge">fragile</span>' if at_edge(r) else "")
+                   + (f'<br><small>{_esc(BASIS_WORDS.get(r.get("basis") or "", ""))}</small>' if r.get("basis") else "")
+                   for r in ordered],
         "claim": [statement_html(r["statement"]) for r in ordered],
         "measured": [_esc(_plain(r["measured"])) for r in ordered],
         "expected": [_esc(_plain(r["expected"])) for r in ordered],
@@ -763,6 +764,23 @@ def rereading(root: Path | str | None = None) -> list[dict[str, Any]]:
         if f.name != "before.json":
             rows.extend(json.loads(f.read_text()))
     return sorted(rows, key=lambda r: r["id"])
+
+
+def rereading_table(rows: Sequence[Mapping[str, Any]]) -> _Shown:
+    """The re-reading, one row a line: id, basis, verdict before and after, and why (the papers' words in
+    it through :func:`quote_html`, so their TeX is never raw prose).
+
+    Examples
+    --------
+    >>> print(rereading_table([{"id": "X-1", "basis": "paper", "old": "partly", "new": "reproduced", "why": "a pass mark"}]))
+    X-1 | paper | partly -> reproduced | a pass mark
+    """
+    text = "\n".join(f"{r['id']} | {r['basis']} | {r['old']} -> {r['new']} | {r['why']}" for r in rows)
+    body = "".join(f"<tr><td><code>{_esc(r['id'])}</code></td><td>{_esc(r['basis'])}</td><td>{_esc(r['old'])}</td>"
+                   f"<td>{_esc(r['new'])}</td><td>{quote_html(r['why'])}</td></tr>" for r in rows)
+    html = ('<table class="ledger"><thead><tr><th>row</th><th>basis</th><th>before</th><th>after</th><th>why</th></tr>'
+            "</thead><tbody>" + body + "</tbody></table>")
+    return _Shown(html, text)
 
 
 def rereading_counts(rows: Sequence[Mapping[str, Any]]) -> str:
