@@ -271,7 +271,8 @@ def test_scorecard_counts_and_links(pipeline, tmp_path):
     chapters.mkdir()
     (chapters / "ch.md").write_text("(sec-e2)=\n## x\n")
     text = pipeline.scorecard_text(tmp_path, chapters)
-    assert "`koubbi2026lora` | 1 | 0 | 1 | 0 | 0 | 1 | 1 |" in text  # paper A: 1 reproduced, 1 not, 1 fragile, 1 derived
-    assert '{ref}`Thm. 2 <sec-e2>`. *The paper:* "q2" *We measured:* w2' in text
-    assert 'Fig. 3 ({doc}`chapters/other`). *The paper:* "q4"' in text
+    assert "| reproduced | 1 | 0 | 0 | 0 | **1** |" in text and "| not reproduced | 1 | 1 | 0 | 0 | **2** |" in text
+    assert "| of which fragile | 1 | 0 | 0 | 0 | **1** |" in text and "| *our derivations* (apart) | 1 | 0 | 0 | 0 | **1** |" in text
+    assert '{ref}`Thm. 2 <sec-e2>`. *The paper:* \u201cq2\u201d *We measured:* w2' in text
+    assert 'Fig. 3 ({doc}`chapters/other`). *The paper:* \u201cq4\u201d' in text
     assert "Thm. 3" not in text

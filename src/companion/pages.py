@@ -19,7 +19,7 @@ from .store import code_status, load_run, results_dir, stale
 
 __all__ = ["show_full", "figure_sources", "chapter_times", "machine", "source_line",
            "retimed", "paper_figure", "verdict_box", "numbers_table", "ledger_table", "book_figures", "count_line", "section_link",
-           "STATUS_CLASSES", "BASIS_WORDS", "quote_html", "paper_order", "claims_frame", "rereading", "rereading_table", "rereading_counts"]
+           "STATUS_CLASSES", "BASIS_WORDS", "quote_pieces", "quote_html", "quote_markdown", "paper_order", "claims_frame", "rereading", "rereading_table", "rereading_counts"]
 
 
 def _stored_line(exp, profile: str, meta: Mapping[str, Any], root: Path | str | None) -> str:
@@ -364,40 +364,63 @@ def statement_html(text: str) -> str:
 
 
 _TEX_COMMAND = re.compile(r"\\[a-zA-Z]{2,}|[_^]\{")
-_WORDS = re.compile(r"(?:\b[A-Za-z]{3,}\b[ ,.;:]+){3}")
+_WORDS = re.compile(r"(?:\b[A-Za-z]{3,}\b[ ,.;:]*){3}")
+
+
+def quote_pieces(text: str) -> list[tuple[str, str]]:
+    r"""A paper's words cut into ``("text" | "math" | "copy", piece)``: ``$...$`` maths, and runs of the bare
+    TeX our copies kept (their ``$`` lost), as maths when maths alone and as the copy's text ("copy") when
+    TeX is mixed with words; the rest is text.
+
+    Examples
+    --------
+    >>> quote_pieces(r"holds: $W_2 \le C$ (14)")
+    [('text', 'holds: '), ('math', 'W_2 \\le C'), ('text', ' (14)')]
+    >>> quote_pieces(r"n\sum_{i=1}^{d}\kappa")[0][0], quote_pieces(r"the proofs C_{2}(R)\leq 2R which are useful")[0][0]
+    ('math', 'copy')
+    """
+    text = str(text)
+    pieces = [text] if text.count("$") % 2 else re.split(r"(?<!\\)\$", text)
+    out = []
+    for i, piece in enumerate(pieces):
+        if i % 2:
+            out.append(("math", piece))
+        elif not _TEX_COMMAND.search(piece):
+            out.append(("text", piece))
+        else:  # bare TeX: maths alone, or the copy's text where it is mixed with words
+            lead, core, tail = re.match(r"(\s*)(.*?)(\s*)$", piece, re.S).groups()
+            kind = "copy" if _WORDS.search(re.sub(r"\\[a-zA-Z]+|\{[^}]*\}", " ", core)) else "math"
+            out += [("text", lead), (kind, core), ("text", tail)]
+    return [(k, p) for k, p in out if p]
 
 
 def quote_html(text: str) -> str:
-    r"""A paper's words as HTML. Our copies of the papers keep some formulas as bare TeX (their ``$``
-    lost): a run of bare TeX between ``$...$`` pieces is typeset as maths when it is maths alone, and
-    shown as the copy's text (``<code>``) when it mixes TeX with words, never as raw TeX in prose.
+    r"""A paper's words as HTML (:func:`quote_pieces`): maths typeset, the copy's mixed TeX in ``<code>``,
+    never raw TeX in prose.
 
     Examples
     --------
     >>> print(quote_html(r"holds: $W_2 \le C$ (14)"))
     holds: <span class="math notranslate nohighlight">\(W_2 \le C\)</span> (14)
-    >>> print(quote_html(r"n\sum_{i=1}^{d}\frac{\kappa}{2}"))
-    <span class="math notranslate nohighlight">\(n\sum_{i=1}^{d}\frac{\kappa}{2}\)</span>
     >>> print(quote_html(r"the proofs C_{2}(R)\leq 2R^{2} which are useful for us"))
     <code class="verdict-quote-tex">the proofs C_{2}(R)\leq 2R^{2} which are useful for us</code>
     """
-    text = str(text)
-    if text.count("$") % 2:
-        pieces = [text]
-    else:
-        pieces = re.split(r"(?<!\\)\$", text)
-    out = []
-    for i, piece in enumerate(pieces):
-        if i % 2:  # inside $...$
-            out.append(f'<span class="math notranslate nohighlight">\\({_esc(piece)}\\)</span>')
-        elif not _TEX_COMMAND.search(piece):
-            out.append(_esc(piece))
-        elif _WORDS.search(re.sub(r"\\[a-zA-Z]+|\{[^}]*\}", " ", piece)):  # TeX among words: the copy's text
-            out.append(f'<code class="verdict-quote-tex">{_esc(piece.strip())}</code>')
-        else:
-            lead, core, tail = re.match(r"(\s*)(.*?)(\s*)$", piece, re.S).groups()
-            out.append(f'{lead}<span class="math notranslate nohighlight">\\({_esc(core)}\\)</span>{tail}')
-    return "".join(out)
+    html = {"text": _esc, "math": lambda p: f'<span class="math notranslate nohighlight">\\({_esc(p)}\\)</span>',
+            "copy": lambda p: f'<code class="verdict-quote-tex">{_esc(p)}</code>'}
+    return "".join(html[k](p) for k, p in quote_pieces(text))
+
+
+def quote_markdown(text: str) -> str:
+    r"""A paper's words as MyST Markdown (:func:`quote_pieces`): maths in ``$...$``, the copy's mixed TeX
+    in backticks.
+
+    Examples
+    --------
+    >>> print(quote_markdown(r"If $\eta \ll 1$ , then C_{2}(R)\leq 2R^{2} is what the proof uses"))
+    If $\eta \ll 1$ `, then C_{2}(R)\leq 2R^{2} is what the proof uses`
+    """
+    md = {"text": lambda p: p, "math": lambda p: f"${p}$", "copy": lambda p: f"`{p.replace('`', '')}`"}
+    return "".join(md[k](p) for k, p in quote_pieces(text))
 
 
 def _text(x: Any) -> str:
