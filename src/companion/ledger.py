@@ -32,6 +32,7 @@ starts with :data:`QUESTION_PREFIX`, their status is one of :data:`QUESTION_STAT
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -615,7 +616,13 @@ def paper_text(paper: str, source: str = "") -> str:
     if paper not in PAPERS:
         raise ValueError(f"paper must be one of {PAPERS}, got {paper!r}")
     name = NOTES if source == NOTES else PAPER_FILES[paper]
-    return _normal((papers_dir() / name).read_text(encoding="utf-8"))
+    return _read_normal(str(papers_dir() / name))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_normal(path: str) -> str:
+    """A paper's text, whitespace collapsed, read once per path (the ledger's test looks up 150 quotes)."""
+    return _normal(Path(path).read_text(encoding="utf-8"))
 
 
 def quote_found(row: Mapping[str, Any]) -> bool:

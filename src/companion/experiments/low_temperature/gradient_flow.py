@@ -177,6 +177,19 @@ def _e_then_f(ts: Any, run: dict[str, Any]) -> dict[str, Any]:
             "ends_F": _seeds(inference.mean_effect, aF[-1], UNIFORM_LINE, "greater")}
 
 
+def _example_result(wrong: bool = False) -> dict[str, Any]:
+    """A synthetic result of ``lowtemp-gradient-flow`` (13 times, 3 seeds) for the examples of its summary and
+    claims: the three regimes as App. C.3 describes them, or (``wrong``) swapped, with no phase on E."""
+    ts = np.linspace(0, 6, 13)
+    wave = lambda c, s: c * np.exp(-((ts - s) ** 2))[:, None] + np.array([[0.3, 0.31, 0.29]])  # noqa: E731
+    run = lambda e, f, m: {"align_E": e, "align_F": f, "mean_norm": m}  # noqa: E731
+    rise = np.clip(ts / 3, 0.3, 1)[:, None] + np.array([[0.0, -0.01, 0.005]])
+    if wrong:
+        never_e = 0.25 + 0 * rise + np.array([[0.001, 0.0, -0.002]])
+        return {"ts": ts, "small": run(rise, 1 - rise, 1.1 - rise), "mid": run(never_e, rise, rise), "inf": run(1 - rise, rise, rise)}
+    return {"ts": ts, "small": run(1 - rise, rise, rise), "mid": run(wave(0.6, 2.0), rise, rise), "inf": run(rise, 1 - rise, 0.1 + 0 * rise)}
+
+
 @summary_for("lowtemp-gradient-flow")
 def gradient_flow_summary(result: dict[str, Any]) -> dict[str, Any]:
     """Every number the chapter and :func:`gradient_flow_claims` read: per regime (``small``, ``mid``,
@@ -187,12 +200,7 @@ def gradient_flow_summary(result: dict[str, Any]) -> dict[str, Any]:
 
     Examples
     --------
-    >>> ts = np.linspace(0, 6, 13)
-    >>> wave = lambda c, s: c * np.exp(-((ts - s) ** 2))[:, None] + np.array([[0.3, 0.31, 0.29]])
-    >>> run = lambda e, f, m: {"align_E": e, "align_F": f, "mean_norm": m}
-    >>> rise = np.clip(ts / 3, 0.3, 1)[:, None] + np.array([[0.0, -0.01, 0.005]])
-    >>> r = {"ts": ts, "small": run(1 - rise, rise, rise), "mid": run(wave(0.6, 2.0), rise, rise), "inf": run(rise, 1 - rise, 0.1 + 0 * rise)}
-    >>> s = gradient_flow_summary(r)
+    >>> s = gradient_flow_summary(_example_result())
     >>> s["mid"]["peak_time"], s["mid"]["lead"].p < 0.05, s["small_F"].p < 0.05, s["inf_not_F"].p < 0.05
     (2.0, True, True, True)
     """
@@ -231,16 +239,9 @@ def gradient_flow_claims(result: dict[str, Any], cfg: GradientFlowConfig) -> lis
 
     Examples
     --------
-    >>> ts = np.linspace(0, 6, 13)
-    >>> wave = lambda c, s: c * np.exp(-((ts - s) ** 2))[:, None] + np.array([[0.3, 0.31, 0.29]])
-    >>> run = lambda e, f, m: {"align_E": e, "align_F": f, "mean_norm": m}
-    >>> rise = np.clip(ts / 3, 0.3, 1)[:, None] + np.array([[0.0, -0.01, 0.005]])
-    >>> good = {"ts": ts, "small": run(1 - rise, rise, rise), "mid": run(wave(0.6, 2.0), rise, rise), "inf": run(rise, 1 - rise, 0.1 + 0 * rise)}
-    >>> [c.status for c in gradient_flow_claims(good, GradientFlowConfig())]
+    >>> [c.status for c in gradient_flow_claims(_example_result(), GradientFlowConfig())]
     ['reproduced', 'reproduced', 'reproduced']
-    >>> never_E = 0.25 + 0 * rise + np.array([[0.001, 0.0, -0.002]])
-    >>> bad = {"ts": ts, "small": run(rise, 1 - rise, 1.1 - rise), "mid": run(never_E, rise, rise), "inf": run(1 - rise, rise, rise)}
-    >>> [c.status for c in gradient_flow_claims(bad, GradientFlowConfig())]   # the regimes swapped; no phase on E
+    >>> [c.status for c in gradient_flow_claims(_example_result(wrong=True), GradientFlowConfig())]   # the regimes swapped; no phase on E
     ['not-reproduced', 'not-reproduced', 'not-reproduced']
     """
     s = gradient_flow_summary(result)

@@ -193,6 +193,17 @@ def critical_kappa(cfg: CriticalKappaConfig, generator: torch.Generator, device:
 
 
 
+def _example_result() -> dict[str, Any]:
+    """A synthetic result of ``phase-critical-kappa`` (four kappas) for the examples of its summary and claims."""
+    return {"kappas": [0.0025, 0.005, 0.01, 0.02], "n": 8, "d": 3, "L": 64, "per_kappa": 80,
+            "q": np.array([0.0335, 0.0658, 0.136, 0.27]), "q_se": np.array([0.0004, 0.0009, 0.0018, 0.0035]),
+            "eq21": np.array([0.0331, 0.0658, 0.13, 0.2535]), "D4": np.array([2.70, 2.73, 2.80, 2.92]),
+            "bingham": np.array([0.0334, 0.067, 0.1345, 0.2718]), "fig8_spread": 4e-8, "fig8_spread_t0": 0.035,
+            "fig8_disp": 0.086, "spread_rate": np.array([1.995, 1.99, 1.98, 1.97]), "C_S": np.array([2.0025, 2.005, 2.01, 2.02]),
+            "relax_rate": np.array([0.1, 0.5, 0.92, 0.99]), "relax_rate_se": np.array([0.2, 0.05, 0.02, 0.03]),
+            "D7_rate": np.array([0.504, 0.508, 0.515, 0.53]), "config": {"fig8_kappa": 0.02}}
+
+
 @summary_for("phase-critical-kappa")
 def critical_kappa_summary(result: dict[str, Any]) -> dict[str, Any]:
     """Every number the chapter and :func:`critical_kappa_claims` read, computed once.
@@ -209,13 +220,7 @@ def critical_kappa_summary(result: dict[str, Any]) -> dict[str, Any]:
 
     Examples
     --------
-    >>> r = {"kappas": [0.0025, 0.005, 0.01, 0.02], "n": 8, "d": 3, "L": 64, "per_kappa": 80,
-    ...      "q": np.array([0.0335, 0.0658, 0.136, 0.27]), "q_se": np.array([0.0004, 0.0009, 0.0018, 0.0035]),
-    ...      "eq21": np.array([0.0331, 0.0658, 0.13, 0.2535]), "D4": np.array([2.70, 2.73, 2.80, 2.92]),
-    ...      "bingham": np.array([0.0334, 0.067, 0.1345, 0.2718]), "fig8_spread": 4e-8, "fig8_spread_t0": 0.035,
-    ...      "fig8_disp": 0.086, "spread_rate": np.array([1.995, 1.99, 1.98, 1.97]), "C_S": np.array([2.0025, 2.005, 2.01, 2.02]),
-    ...      "relax_rate": np.array([0.1, 0.5, 0.92, 0.99]), "relax_rate_se": np.array([0.2, 0.05, 0.02, 0.03]),
-    ...      "D7_rate": np.array([0.504, 0.508, 0.515, 0.53]), "config": {"fig8_kappa": 0.02}}
+    >>> r = _example_result()
     >>> s = critical_kappa_summary(r)
     >>> [round(x, 3) for x in s["r21"][:2]], round(s["D4_first_term"], 4), s["shortfall_p"] < 0.05, s["relax_kappas"]
     ([1.012, 1.0], 2.6667, True, [0.01, 0.02])
@@ -274,13 +279,7 @@ def critical_kappa_claims(result: dict[str, Any], cfg: CriticalKappaConfig) -> l
 
     Examples
     --------
-    >>> r = {"kappas": [0.0025, 0.005, 0.01, 0.02], "n": 8, "d": 3, "L": 64, "per_kappa": 80,
-    ...      "q": np.array([0.0335, 0.0658, 0.136, 0.27]), "q_se": np.array([0.0004, 0.0009, 0.0018, 0.0035]),
-    ...      "eq21": np.array([0.0331, 0.0658, 0.13, 0.2535]), "D4": np.array([2.70, 2.73, 2.80, 2.92]),
-    ...      "bingham": np.array([0.0334, 0.067, 0.1345, 0.2718]), "fig8_spread": 4e-8, "fig8_spread_t0": 0.035,
-    ...      "fig8_disp": 0.086, "spread_rate": np.array([1.995, 1.99, 1.98, 1.97]), "C_S": np.array([2.0025, 2.005, 2.01, 2.02]),
-    ...      "relax_rate": np.array([0.1, 0.5, 0.92, 0.99]), "relax_rate_se": np.array([0.2, 0.05, 0.02, 0.03]),
-    ...      "D7_rate": np.array([0.504, 0.508, 0.515, 0.53]), "config": {"fig8_kappa": 0.02}}
+    >>> r = _example_result()
     >>> [c.status for c in critical_kappa_claims(r, CriticalKappaConfig())]
     ['reproduced', 'not-reproduced', 'reproduced', 'reproduced', 'reproduced', 'reproduced']
     >>> wrong = dict(r, q=r["q"] * 1.1, fig8_spread=0.05, relax_rate=np.array([0.1, 0.5, 0.4, 0.99]))
@@ -342,7 +341,7 @@ def critical_kappa_claims(result: dict[str, Any], cfg: CriticalKappaConfig) -> l
             why="" if bingham.status == "reproduced" else
             (f"{bingham.why}: the derived law matches at small kappa and falls short by up to "
              f"{fmt(100 * s['rB_maxdev'], 2)} % at the largest (a level not yet reached by t = {cfg.blocks}, or the "
-             "synchronised limit's finite-L correction); a derivation of ours, not the paper's statement")),
+            "synchronised limit's finite-L correction); a derivation of ours, not the paper's statement")),
         ledger.Claim(
             id="A-fig8-synchronisation", paper="A", where="Fig. 8 / Sec. 4.1.1",
             statement=rf"At $\eta_L = \sqrt L$ the tokens synchronise (their spread contracts) around a randomly moving "
