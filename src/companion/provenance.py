@@ -209,19 +209,41 @@ SOURCE_EXCLUDED = frozenset({
 # Functions registered by these decorators judge or summarise a stored result and compute none of its
 # numbers: their lines are left out of a module's hash, so that a re-read verdict does not make it stale.
 JUDGING_DECORATORS = frozenset({"claims_for", "summary_for"})
+# The functions an ``@experiment(..., plot=...)`` names draw a stored result (a chapter draws it again
+# from the stored arrays each time it executes): their lines are left out too, so a figure's ticks or
+# legend can change without making its result stale.
+DRAWING_KEYWORD = "plot"
 
 
-def _judging_spans(tree: Any) -> list[tuple[int, int]]:
-    """1-based inclusive line spans of the module-level functions decorated by :data:`JUDGING_DECORATORS`
-    (decorators included)."""
+def _unhashed_spans(tree: Any) -> list[tuple[int, int]]:
+    r"""1-based inclusive line spans of the module-level functions that judge or draw a result and compute
+    none of its numbers: those decorated by :data:`JUDGING_DECORATORS` and those an ``@experiment``
+    decorator of the module names as its ``plot`` (decorators included). Sorted by line.
+
+    Examples
+    --------
+    >>> import ast
+    >>> code = "def plot_a(r):\n    pass\n@experiment('a', plot=plot_a)\ndef a(cfg):\n    return 1\n"
+    >>> _unhashed_spans(ast.parse(code))
+    [(1, 2)]
+    """
     import ast
 
+    def name(d: Any) -> Any:
+        f = d.func if isinstance(d, ast.Call) else d
+        return getattr(f, "id", None) or getattr(f, "attr", None)
+
+    drawing: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and name(node) == "experiment":
+            for kw in node.keywords:
+                if kw.arg == DRAWING_KEYWORD:
+                    values = kw.value.elts if isinstance(kw.value, (ast.Tuple, ast.List)) else [kw.value]
+                    drawing.update(v.id for v in values if isinstance(v, ast.Name))
     spans = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            names = {getattr(d.func if isinstance(d, ast.Call) else d, "id", None)
-                     or getattr(d.func if isinstance(d, ast.Call) else d, "attr", None) for d in node.decorator_list}
-            if names & JUDGING_DECORATORS:
+            if {name(d) for d in node.decorator_list} & JUDGING_DECORATORS or node.name in drawing:
                 spans.append((min([node.lineno] + [d.lineno for d in node.decorator_list]), node.end_lineno))
     return spans
 
@@ -302,7 +324,7 @@ _PARSED: dict[tuple[Path, str, int, int], tuple[frozenset, bytes]] = {}
 
 def _parsed(f: Path, module: str) -> tuple[frozenset, bytes]:
     """(package modules ``f`` imports, SHA-256 of its bytes with line endings as ``\\n`` and the lines of its
-    judging functions left out: :data:`JUDGING_DECORATORS`), cached per file version (path, size, mtime) so
+    judging and drawing functions left out: :func:`_unhashed_spans`), cached per file version (path, size, mtime) so
     that a page checking every stored result parses each file once."""
     import ast
 
@@ -313,7 +335,7 @@ def _parsed(f: Path, module: str) -> tuple[frozenset, bytes]:
         tree = ast.parse(data, filename=str(f))
         imports = frozenset(_imports(tree, module, f.name == "__init__.py"))
         lines = data.split(b"\n")
-        for a, b in reversed(_judging_spans(tree)):
+        for a, b in reversed(_unhashed_spans(tree)):
             del lines[a - 1:b]
         _PARSED[key] = (imports, hashlib.sha256(b"\n".join(lines)).digest())
     return _PARSED[key]
@@ -344,6 +366,12 @@ def source_hash(module: str, package_dir: Path | str | None = None) -> str:
     >>> judged = "@claims_for('e')\ndef e_claims(result, cfg):\n    return []\n"
     >>> _ = (pkg / "experiments/e.py").write_text("from ..maths import X\nfrom .. import store\n" + judged)
     >>> source_hash("companion.experiments.e", pkg) == h               # a judging function: the same
+    True
+    >>> drawn = "def plot_e(r):\n    return {}\n@experiment('e', plot=plot_e)\ndef e(cfg):\n    return 1\n"
+    >>> _ = (pkg / "experiments/e.py").write_text(drawn.format("'ticks'"))
+    >>> h2 = source_hash("companion.experiments.e", pkg)
+    >>> _ = (pkg / "experiments/e.py").write_text(drawn.format("'other ticks'"))
+    >>> source_hash("companion.experiments.e", pkg) == h2           # a drawing function: the same
     True
     >>> _ = (pkg / "maths.py").write_text("X = 2\n")               # an imported module changed
     >>> source_hash("companion.experiments.e", pkg) == h

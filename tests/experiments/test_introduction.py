@@ -30,7 +30,7 @@ def test_consensus_of_a_wrong_model_fails(cons):
 
 
 def test_single_cluster_verdict_follows_the_trials():
-    res = intro.clustering(trials=2, n=8, t1=40.0, snapshots=(0.0, 40.0))
+    res = intro.clustering(trials=2, n=8, t1=40.0, save_at=(0.0, 40.0))
     assert [c.status for c in judge(res)] == ["reproduced"]
     # one trial of two still in three clusters at t1: "eventually" is not contradicted, only undecided
     unmerged = dict(res, clusters=res["clusters"].copy())
@@ -38,6 +38,6 @@ def test_single_cluster_verdict_follows_the_trials():
     row = judge(unmerged)[0]
     assert row.status == "inconclusive" and "needed" in row.why
     # Too short a run to merge: the same check on a real result that has not clustered cannot decide either.
-    early = intro.clustering(trials=2, n=8, t1=0.5, snapshots=(0.0, 0.5))
+    early = intro.clustering(trials=2, n=8, t1=0.5, save_at=(0.0, 0.5))
     assert judge(early)[0].status == "inconclusive"
     assert intro.clustering_summary(early)["merged"] == 0

@@ -88,7 +88,7 @@ def test_cone_bound_small():
 
 
 def test_two_tokens_small():
-    r = ss.two_tokens(trials=20, t1=20.0, dt=0.05, saves=81)
+    r = ss.two_tokens(trials=20, t1=20.0, dt=0.05, save_count=81)
     assert r["not_decreasing"] == 0
     assert r["md_below"] == 0
 
@@ -235,7 +235,7 @@ def test_rho_min_claims_can_fail():
 def test_rho_min_trend_is_not_met_by_the_initial_condition():
     # stopped at t = 0.5: about 3/4 of the uniform configurations already hold a nearly antipodal pair at every
     # beta, and none has reached consensus: the paired tests see no change with beta, both outcomes are not seen
-    r = ss.rho_min(trials=40, n=80, t1=0.5, dt=0.1, saves=2)
+    r = ss.rho_min(trials=40, n=80, t1=0.5, dt=0.1, save_count=2)
     assert r["antipodal"][1.5] > ss.MAJORITY and r["initial_antipodal"] > ss.MAJORITY
     s = ss.rho_min_summary(r)
     assert s["discordant_consensus"] == (0, 0) and not s["both_outcomes_mid"]
@@ -271,9 +271,9 @@ def test_rho_min_paired_tests_follow_the_counts():
 
 
 def test_two_tokens_claim_can_fail():
-    r = ss.two_tokens(trials=20, t1=20.0, dt=0.05, saves=81)
+    r = ss.two_tokens(trials=20, t1=20.0, dt=0.05, save_count=81)
     assert _statuses(r) == ["reproduced"]
-    positive = ss.two_tokens(trials=20, t1=20.0, dt=0.05, saves=81, lambdas=ss.V_POSITIVE)  # V not negative definite
+    positive = ss.two_tokens(trials=20, t1=20.0, dt=0.05, save_count=81, lambdas=ss.V_POSITIVE)  # V not negative definite
     assert _statuses(positive) == ["not-reproduced"]
     assert _statuses(dict(r, not_decreasing=1)) == ["partly"]  # one pair where rho rises: Lemma 6.3 fails alone
 
@@ -289,7 +289,7 @@ def test_multi_token_claims_can_fail():
 
 
 def test_pairwise_means_match_a_direct_pair_average():
-    r = ss.multi_token(trials=3, n=5, t1=10.0, saves=3)
+    r = ss.multi_token(trials=3, n=5, t1=10.0, save_count=3)
     # recompute from scratch for one trial: the same initial draw, the same simulation
     import numpy as np
     g = torch.Generator().manual_seed(4)

@@ -22,7 +22,7 @@ def statuses(result):
 
 @pytest.fixture(scope="module")
 def r31():
-    return st.prop31(n=8, trials=2, eps=(1e-3, 1e-2, 1e-1), t1=1.0, n_save=5, dt=0.1)
+    return st.prop31(n=8, trials=2, eps=(1e-3, 1e-2, 1e-1), t1=1.0, save_count=5, dt=0.1)
 
 
 @pytest.fixture(scope="module")
@@ -74,21 +74,21 @@ def test_prop31_claims_follow_the_measurement(r31):
 
 
 def test_prop31_bounds_not_checkable_without_their_family():
-    r = st.prop31(n=6, trials=2, eps=(1e-3, 1e-2), families=("both",), t1=0.5, n_save=3, dt=0.1)
+    r = st.prop31(n=6, trials=2, eps=(1e-3, 1e-2), families=("both",), t1=0.5, save_count=3, dt=0.1)
     assert [c.status for c in judge(r)][1:3] == ["not-checkable", "not-checkable"]
 
 
 def test_prop31_linear_eps_tests_the_papers_direction_only():
     # A real result at sizes far outside the linear range (|dV| up to 30 |V|): W2 grows faster than eps there
     # (exponent well above 1), which W2 <= c eps does not forbid; only an exponent below 1 would contradict it.
-    r = st.prop31(n=8, trials=3, eps=(1.0, 10.0, 30.0), families=("V",), t1=1.0, n_save=3, dt=0.05)
+    r = st.prop31(n=8, trials=3, eps=(1.0, 10.0, 30.0), families=("V",), t1=1.0, save_count=3, dt=0.05)
     assert abs(r["slopes"][0] - 1) > 0.2
     assert statuses(r)[3] == "reproduced", r["slopes"]
 
 
 def test_remark_c7_rescaled_w2_is_a_pushforward():
     # A pushforward by e^{-tV} changes W2 by at most |e^{-tV}|_op, whatever V is.
-    r = st.prop31(n=6, trials=1, eps=(1e-3, 1e-2), families=("V",), t1=0.5, n_save=3, dt=0.1)
+    r = st.prop31(n=6, trials=1, eps=(1e-3, 1e-2), families=("V",), t1=0.5, save_count=3, dt=0.1)
     ratio = r["w2_rescaled"][..., 1:] / r["w2"][..., 1:]
     assert np.all(ratio <= r["lip_true"][1:] * (1 + 1e-9))
     # eq. (69)'s constant from V redrawn as the experiment draws it (A first, then V, operator norm 1)
@@ -314,7 +314,7 @@ def test_field_bounds_claims_follow_the_measurement(rfield):
 
 @pytest.fixture(scope="module")
 def rwin():
-    return st.closeness_window(n=8, eps=(0.03, 0.01, 0.003), t1=30.0, n_save=61)
+    return st.closeness_window(n=8, eps=(0.03, 0.01, 0.003), t1=30.0, save_count=61)
 
 
 def test_closeness_window_shape(rwin):
@@ -337,7 +337,7 @@ def test_closeness_window_claims_follow_the_measurement(rwin):
 
 @pytest.fixture(scope="module")
 def rinit():
-    return st.initial_laws(n=8, trials=1, deltas=(1e-2, 1e-1), t1=2.0, n_save=6, lip_points=32)
+    return st.initial_laws(n=8, trials=1, deltas=(1e-2, 1e-1), t1=2.0, save_count=6, lip_points=32)
 
 
 def test_initial_laws_small(rinit):
@@ -368,7 +368,7 @@ def test_initial_laws_claims_follow_the_measurement(rinit):
 
 @pytest.fixture(scope="module")
 def rcone():
-    return st.cone_collapse(n=8, gammas=(0.05, 0.5), trials=2, t1=30.0, dt=0.1, n_save=31)
+    return st.cone_collapse(n=8, gammas=(0.05, 0.5), trials=2, t1=30.0, dt=0.1, save_count=31)
 
 
 def test_cone_collapse_small(rcone):

@@ -26,7 +26,7 @@ class ClusteringConfig:
     """Tokens on S^{d-1}, Q = K = V = I.
 
     ``trials`` independent ensembles of ``n`` tokens in dimension ``d`` at inverse temperature
-    ``beta``, RK4 with step ``dt`` up to ``t1``; ``snapshots`` (including 0, within [0, t1]) are kept
+    ``beta``, RK4 with step ``dt`` up to ``t1``; ``save_at`` (including 0, within [0, t1]) are kept
     for the figure; ``tol`` is the single-linkage distance of one cluster.
 
     Examples
@@ -41,7 +41,7 @@ class ClusteringConfig:
     beta: float = 1.0
     t1: float = 30.0
     dt: float = 0.1
-    snapshots: tuple[float, ...] = (0.0, 3.0, 6.0, 9.0, 30.0)
+    save_at: tuple[float, ...] = (0.0, 3.0, 6.0, 9.0, 30.0)
     tol: float = 1e-2
     seed: int = 0
 
@@ -65,7 +65,7 @@ def plot_clustering(result: dict[str, Any], ax=None):
     --------
     >>> import matplotlib
     >>> matplotlib.use("Agg")
-    >>> r = clustering(trials=1, n=8, t1=1.0, snapshots=(0.0, 1.0))
+    >>> r = clustering(trials=1, n=8, t1=1.0, save_at=(0.0, 1.0))
     >>> len(plot_clustering(r))
     2
     """
@@ -93,7 +93,7 @@ def plot_clustering(result: dict[str, Any], ax=None):
     return ax
 
 
-@experiment("intro-clustering", chapter="introduction", plot=plot_clustering,
+@experiment("intro-clustering", chapter="introduction", plot=plot_clustering, renamed={"snapshots": "save_at"},
             profiles={"fast": ClusteringConfig(), "full": ClusteringConfig(trials=1024)},
             paper=PaperScale(note="An illustration, not a figure of the four papers: no paper sizes. n = 64 tokens on "
                                   "S^2 at beta = 1, RK4 at step 0.1 (paper A's integrator, App. E.1), 1024 ensembles "
@@ -111,12 +111,12 @@ def clustering(cfg: ClusteringConfig, generator: torch.Generator, device: str) -
 
     Examples
     --------
-    >>> r = clustering(trials=2, n=8, t1=40.0, snapshots=(0.0, 40.0))
+    >>> r = clustering(trials=2, n=8, t1=40.0, save_at=(0.0, 40.0))
     >>> r["clusters"][0].tolist(), r["one_cluster_fraction"]
     ([8, 8], 1.0)
     """
     x0 = uniform_sphere(cfg.trials, cfg.n, cfg.d, generator=generator).to(device)  # drawn on the CPU
-    sol = simulate(Sphere(beta=cfg.beta), x0, cfg.t1, method="rk4", dt=cfg.dt, save_at=list(cfg.snapshots))
+    sol = simulate(Sphere(beta=cfg.beta), x0, cfg.t1, method="rk4", dt=cfg.dt, save_at=list(cfg.save_at))
     clusters = torch.stack([cluster_count(X, cfg.tol) for X in sol.xs])
     return {
         "times": sol.ts.tolist(),

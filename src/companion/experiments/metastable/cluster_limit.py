@@ -36,7 +36,7 @@ class ClusterLimitConfig:
     initial measure, :func:`companion.theory.metastable.dominant_mode_quantiles`).
 
     For each N of ``ns`` (the i-th with ``trials[i]`` trials, seed ``seed + 100 i``), RK4 at ``dt``,
-    observed every ``every`` time units up to ``t1``: the end of the quasi-linear phase is the first
+    observed every ``save_every`` time units up to ``t1``: the end of the quasi-linear phase is the first
     observation with |f_kmax| >= ``level``; the end of the clustering phase ``tau`` later. Every
     ``count_every`` time units the clusters are counted (:func:`companion.metrics.cluster_count`,
     density criterion, as in :func:`~companion.experiments.metastable.long_run.long_run`): the plateau
@@ -57,7 +57,7 @@ class ClusterLimitConfig:
     count_every: float = 0.5
     m_dominant: int = 2048
     dt: float = 0.1
-    every: float = 0.1
+    save_every: float = 0.1
     t1: float = 60.0
     threads: int | None = 1
     seed: int = 7
@@ -70,7 +70,7 @@ def _cluster_limit_point(cfg: ClusterLimitConfig, n: int, trials: int, generator
     merge. Trials leave the batch once they have all their measurements."""
     beta, k = cfg.beta, k_max(cfg.beta)
     model = Circle(beta, "usa")
-    count_steps = max(1, int(round(cfg.count_every / cfg.every)))
+    count_steps = max(1, int(round(cfg.count_every / cfg.save_every)))
     th = uniform_angles(trials, n, generator=generator, device=device)
     m0 = circle_moments(th, k)[:, k]
     centres = torch.as_tensor(np.stack([predicted_centres(th[j, :, 0].cpu().numpy(), k) for j in range(trials)]),
@@ -82,8 +82,8 @@ def _cluster_limit_point(cfg: ClusterLimitConfig, n: int, trials: int, generator
     out["amp0"] = m0.abs().cpu().numpy()
     active = np.arange(trials)  # the trials still integrated; F is kept for those without w1 yet
     step = 0
-    while active.size and (step + 1) * cfg.every <= cfg.t1 + 1e-12:
-        t0, t1 = step * cfg.every, (step + 1) * cfg.every
+    while active.size and (step + 1) * cfg.save_every <= cfg.t1 + 1e-12:
+        t0, t1 = step * cfg.save_every, (step + 1) * cfg.save_every
         th = simulate(model, th, t1, t0=t0, method="rk4", dt=cfg.dt).final
         if F is not None:
             F = simulate(model, F, t1, t0=t0, method="rk4", dt=cfg.dt).final
@@ -192,7 +192,7 @@ def plot_cluster_limit(result: dict[str, Any], ax=None):
     return axes
 
 
-@experiment("metastable-cluster-limit", chapter="metastable", plot=plot_cluster_limit, renamed={"t_max": "t1"},
+@experiment("metastable-cluster-limit", chapter="metastable", plot=plot_cluster_limit, renamed={"t_max": "t1", "every": "save_every"},
             profiles={"fast": ClusterLimitConfig(),
                       "full": ClusterLimitConfig(ns=(1_000, 10_000, 100_000), trials=(64, 32, 16))},
             paper=PaperScale(note="The theorems are limits N -> infinity with no N, beta or time stated in our copy; "

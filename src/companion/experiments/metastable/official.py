@@ -35,7 +35,7 @@ TRANSIENT_BETAS = (7.0,)
 class OfficialConfig:
     """The official notebook's runs and an ensemble of seeds around them (USA, ``n`` tokens).
 
-    Run i: inverse temperature ``betas[i]`` to ``t1s[i]``, explicit Euler at ``dt``, ``saves[i]``
+    Run i: inverse temperature ``betas[i]`` to ``t1s[i]``, explicit Euler at ``dt``, ``save_count[i]``
     equally spaced saved times, ``n_show`` trajectories kept for the figure, seed ``seed + i``.
     Ensemble i: the same beta and T over ``trials`` seeds (RK4 at ``ensemble_dts[i]``), seed
     ``seed + 10 + i``. ``threads``: torch threads (None: leave).
@@ -50,7 +50,7 @@ class OfficialConfig:
     betas: tuple[float, ...] = (5.0, 7.0)
     t1s: tuple[float, ...] = (0.6, 0.1)
     dt: float = 1e-4
-    saves: tuple[int, ...] = (61, 51)
+    save_count: tuple[int, ...] = (61, 51)
     n_show: int = 300
     trials: int = 8
     ensemble_dts: tuple[float, ...] = (2e-3, 1e-3)
@@ -58,11 +58,11 @@ class OfficialConfig:
     seed: int = 2
 
 
-def _official_one(beta: float, t1: float, n: int, generator: torch.Generator, n_show: int, saves: int, dt: float,
+def _official_one(beta: float, t1: float, n: int, generator: torch.Generator, n_show: int, save_count: int, dt: float,
                   device: Any = "cpu") -> dict[str, Any]:
     th0 = uniform_angles(1, n, generator=generator, device=device)
     k = k_max(beta)
-    ts = np.linspace(0.0, t1, saves)
+    ts = np.linspace(0.0, t1, save_count)
     sol = simulate(Circle(beta, "usa"), th0, t1, method="euler", dt=dt, save_at=ts)
     xs = sol.xs[:, 0, :, 0]
     counts = cluster_count(sol.xs[:, 0], criterion="density").cpu().numpy()
@@ -79,12 +79,12 @@ def _official_one(beta: float, t1: float, n: int, generator: torch.Generator, n_
             "t_star": float(linear_time(n, beta, "usa")), "steps": sol.stats["steps"]}
 
 
-def _official_ensemble(beta: float, t1: float, n: int, trials: int, generator: torch.Generator, dt: float, saves: int,
+def _official_ensemble(beta: float, t1: float, n: int, trials: int, generator: torch.Generator, dt: float, save_count: int,
                        device: Any = "cpu") -> dict[str, Any]:
     """Many seeds of the same run (RK4): how often k_max clusters appear, when, for how long, and where."""
     th0 = uniform_angles(trials, n, generator=generator, device=device)
     k = k_max(beta)
-    ts = np.linspace(0.0, t1, saves)
+    ts = np.linspace(0.0, t1, save_count)
     sol = simulate(Circle(beta, "usa"), th0, t1, method="rk4", dt=dt, save_at=ts)
     # the count over time: k_max clusters may form and merge before T
     counts_t = cluster_count(sol.xs.flatten(0, 1), criterion="density").reshape(len(ts), trials).cpu().numpy()
@@ -174,7 +174,7 @@ def plot_official(result: dict[str, Any], ax=None):
     return np.array(rows, dtype=object).reshape(len(rows), 2)
 
 
-@experiment("metastable-official", chapter="metastable", plot=plot_official,
+@experiment("metastable-official", chapter="metastable", plot=plot_official, renamed={"saves": "save_count"},
             profiles={"fast": OfficialConfig(), "full": OfficialConfig(trials=128)},
             paper=PaperScale({"n": 20_000, "betas": (5.0, 7.0), "t1s": (0.6, 0.1), "dt": 1e-4},
                              note="The official notebook's two runs (one seed each); the 128-seed ensembles around "
@@ -190,12 +190,12 @@ def official(cfg: OfficialConfig, generator: torch.Generator, device: str) -> di
 
     Examples
     --------
-    >>> r = official(n=300, betas=(5.0,), t1s=(0.1,), saves=(3,), dt=1e-3, n_show=10, trials=2, ensemble_dts=(1e-2,))
+    >>> r = official(n=300, betas=(5.0,), t1s=(0.1,), save_count=(3,), dt=1e-3, n_show=10, trials=2, ensemble_dts=(1e-2,))
     >>> run, e = r["runs"][0], r["ensembles"][0]
     >>> run["k"], run["traj"].shape, e["counts"].shape
     (3, (3, 10), (2,))
     """
-    specs = list(zip(cfg.betas, cfg.t1s, cfg.saves, cfg.ensemble_dts))
+    specs = list(zip(cfg.betas, cfg.t1s, cfg.save_count, cfg.ensemble_dts))
     with threads(cfg.threads):
         runs = [_official_one(b, t1, cfg.n, ensemble_generator(generator, cfg.seed, i), cfg.n_show, s, cfg.dt, device)
                 for i, (b, t1, s, _) in enumerate(specs)]

@@ -40,7 +40,7 @@ from .stability_boundary import (StabilityBoundaryConfig, stability_boundary, pl
                                  TOL_BISECT, R_GROUPS)
 from .cone_bound import (ConeBoundConfig, cone_bound, plot_cone_bound, plot_cone_bound_snapshots, cone_bound_summary, cone_bound_claims, CONE_RHO,
                          CONE_R)
-from .rho_min import RhoMinConfig, rho_min, plot_rho_min, rho_min_summary, rho_min_claims, TOL_OUTCOME, BOTH_OUTCOMES, CLUSTER_TOL
+from .rho_min import RhoMinConfig, rho_min, plot_rho_min, rho_min_summary, rho_min_claims, TOL_OUTCOME, BOTH_OUTCOMES, TOL_CLUSTER
 from .two_tokens import TwoTokensConfig, two_tokens, plot_two_tokens, two_tokens_summary, two_tokens_claims, RHO_FLOOR
 from .multi_token import MultiTokenConfig, multi_token, plot_multi_token, multi_token_summary, multi_token_claims
 
@@ -95,7 +95,7 @@ __all__ = [
     "rho_min_claims",
     "TOL_OUTCOME",
     "BOTH_OUTCOMES",
-    "CLUSTER_TOL",
+    "TOL_CLUSTER",
     "TwoTokensConfig",
     "two_tokens",
     "plot_two_tokens",

@@ -19,7 +19,7 @@ __all__ = ["MultiTokenConfig", "multi_token", "plot_multi_token", "multi_token_s
 @dataclasses.dataclass(frozen=True)
 class MultiTokenConfig:
     """Figure 4: ``trials`` uniform ensembles of ``n`` tokens on S^2, V = diag(``lambdas``) negative
-    definite, inverse temperature ``beta``; RK4 with step ``dt`` up to ``t1``, ``saves`` saved times.
+    definite, inverse temperature ``beta``; RK4 with step ``dt`` up to ``t1``, ``save_count`` saved times.
 
     Examples
     --------
@@ -31,7 +31,7 @@ class MultiTokenConfig:
     n: int = 10
     t1: float = 40.0
     dt: float = 0.1
-    saves: int = 81
+    save_count: int = 81
     lambdas: tuple[float, ...] = V_NEGATIVE
     beta: float = 1.0
     seed: int = 4
@@ -57,7 +57,7 @@ def plot_multi_token(result: dict[str, Any], ax=None):
     --------
     >>> import matplotlib
     >>> matplotlib.use("Agg")
-    >>> len(plot_multi_token(multi_token(trials=2, n=4, t1=2.0, saves=5)))
+    >>> len(plot_multi_token(multi_token(trials=2, n=4, t1=2.0, save_count=5)))
     3
     """
     import matplotlib.pyplot as plt
@@ -96,8 +96,8 @@ def plot_multi_token(result: dict[str, Any], ax=None):
     return axes
 
 
-@experiment("spectral-multi-token", chapter="spectral_selection", plot=plot_multi_token,
-            profiles={"fast": MultiTokenConfig(), "full": MultiTokenConfig(trials=1000, n=20, t1=60.0, dt=0.05, saves=121)},
+@experiment("spectral-multi-token", chapter="spectral_selection", plot=plot_multi_token, renamed={"saves": "save_count"},
+            profiles={"fast": MultiTokenConfig(), "full": MultiTokenConfig(trials=1000, n=20, t1=60.0, dt=0.05, save_count=121)},
             paper=PaperScale(note="Figure 4's n, V, d, beta and ensemble count are not recovered: d = 3, "
                                   "V = diag(-0.5, -1, -1.5), beta = 1, n = 20, 1000 ensembles, RK4 at 0.05 to T = 60."))
 def multi_token(cfg: MultiTokenConfig, generator: torch.Generator, device: str) -> dict[str, Any]:
@@ -105,10 +105,10 @@ def multi_token(cfg: MultiTokenConfig, generator: torch.Generator, device: str) 
 
     Returns
     -------
-    dict with ``ts`` (saves,), ``masses`` (saves, trials, d), ``lambdas``, ``n``, ``trials``,
+    dict with ``ts`` (save_count,), ``masses`` (save_count, trials, d), ``lambdas``, ``n``, ``trials``,
     ``beta``, ``bipolar_fraction`` (every token with |c_id| > :data:`ON_AXIS` at t1),
     ``both_signs_fraction``, ``mean_md_final``, ``n_plus`` (trials,), ``frac_plus_range``
-    (n_+/n among the bipolar trials), ``pair_same`` and ``pair_cross`` (saves, trials): the mean
+    (n_+/n among the bipolar trials), ``pair_same`` and ``pair_cross`` (save_count, trials): the mean
     correlation <x_i, x_j> over pairs i != j in the same final group (sign of c_id(t1)) and over
     pairs in different groups (nan without two groups), ``pairwise_fraction`` (trials with
     pair_same(t1) >= :data:`ON_AXIS` and pair_cross(t1) <= -:data:`ON_AXIS`) and
@@ -116,7 +116,7 @@ def multi_token(cfg: MultiTokenConfig, generator: torch.Generator, device: str) 
 
     Examples
     --------
-    >>> r = multi_token(trials=2, n=4, t1=20.0, saves=5)
+    >>> r = multi_token(trials=2, n=4, t1=20.0, save_count=5)
     >>> r["masses"].shape, 0 <= r["bipolar_fraction"] <= 1
     ((5, 2, 3), True)
     """
@@ -124,7 +124,7 @@ def multi_token(cfg: MultiTokenConfig, generator: torch.Generator, device: str) 
     d = len(cfg.lambdas)
     V = torch.diag(lam).to(device)
     x0 = init.uniform_sphere(cfg.trials, cfg.n, d, generator=generator).to(device)
-    ts = torch.linspace(0, cfg.t1, cfg.saves)
+    ts = torch.linspace(0, cfg.t1, cfg.save_count)
     xs = simulate(models.spectral(V, cfg.beta), x0, cfg.t1, dt=cfg.dt, save_at=ts).xs.cpu()
     masses = metrics.modal_masses(xs.flatten(0, 1), torch.eye(d, dtype=torch.float64)).reshape(len(ts), -1, d)
     cd = xs[-1, :, :, -1]  # (trials, n)

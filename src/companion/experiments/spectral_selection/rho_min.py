@@ -11,7 +11,7 @@ from ...integrate import simulate
 from ...registry import PaperScale, claims_for, experiment, summary_for
 from ._shared import V_POSITIVE, energy_claim
 
-__all__ = ["RhoMinConfig", "rho_min", "plot_rho_min", "rho_min_summary", "rho_min_claims", "TOL_OUTCOME", "BOTH_OUTCOMES", "CLUSTER_TOL"]
+__all__ = ["RhoMinConfig", "rho_min", "plot_rho_min", "rho_min_summary", "rho_min_claims", "TOL_OUTCOME", "BOTH_OUTCOMES", "TOL_CLUSTER"]
 
 # rho_min within 1e-3 of +1 (consensus) or -1 (antipodal pair) at t1 decides a trial's outcome.
 TOL_OUTCOME = 1e-3
@@ -21,13 +21,13 @@ BOTH_OUTCOMES = 0.1
 # distance). Uniform initial data never do (nearest-neighbour spacing ~0.4 for 80 tokens on S^2),
 # whereas about 3/4 of them already have rho_min(0) < -1 + TOL_OUTCOME: the antipodal test alone
 # partly measures the initial condition, so the verdict uses the two-cluster count.
-CLUSTER_TOL = 0.05
+TOL_CLUSTER = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
 class RhoMinConfig:
     """Figure 2: the same ``trials`` uniform configurations of ``n`` tokens on S^2 at each of
-    ``betas``, V = diag(``lambdas``); RK4 with step ``dt`` up to ``t1``, ``saves`` saved times.
+    ``betas``, V = diag(``lambdas``); RK4 with step ``dt`` up to ``t1``, ``save_count`` saved times.
 
     Examples
     --------
@@ -39,7 +39,7 @@ class RhoMinConfig:
     n: int = 80
     t1: float = 30.0
     dt: float = 0.2
-    saves: int = 61
+    save_count: int = 61
     betas: tuple[float, ...] = (0.1, 1.0, 1.5)
     lambdas: tuple[float, ...] = V_POSITIVE
     seed: int = 2
@@ -64,7 +64,7 @@ def plot_rho_min(result: dict[str, Any], ax=None):
     --------
     >>> import matplotlib
     >>> matplotlib.use("Agg")
-    >>> len(plot_rho_min(rho_min(trials=2, n=6, t1=2.0, saves=3, betas=(0.1, 1.0))))
+    >>> len(plot_rho_min(rho_min(trials=2, n=6, t1=2.0, save_count=3, betas=(0.1, 1.0))))
     2
     """
     import matplotlib.pyplot as plt
@@ -91,8 +91,8 @@ def plot_rho_min(result: dict[str, Any], ax=None):
     return axes
 
 
-@experiment("spectral-rho-min", chapter="spectral_selection", plot=plot_rho_min,
-            profiles={"fast": RhoMinConfig(), "full": RhoMinConfig(t1=60.0, dt=0.05, saves=121)},
+@experiment("spectral-rho-min", chapter="spectral_selection", plot=plot_rho_min, renamed={"saves": "save_count"},
+            profiles={"fast": RhoMinConfig(), "full": RhoMinConfig(t1=60.0, dt=0.05, save_count=121)},
             paper=PaperScale({"trials": 200, "n": 80, "betas": (0.1, 1.0, 1.5)},
                              note="V, d, horizon and step are not recovered (NOTES C): d = 3, V = diag(1, 0.5, -0.5), "
                                   "RK4 at 0.05 to T = 60."))
@@ -101,7 +101,7 @@ def rho_min(cfg: RhoMinConfig, generator: torch.Generator, device: str) -> dict[
 
     Returns
     -------
-    dict with ``ts`` (saves,), ``betas`` and, per beta, ``rho`` (saves, trials), the fractions of
+    dict with ``ts`` (save_count,), ``betas`` and, per beta, ``rho`` (save_count, trials), the fractions of
     trials ending in ``consensus``, ``antipodal`` pairs and ``other``, ``clusters2`` (two clusters
     at t1) and ``min_dlogE`` (smallest increment of log E_beta); ``initial_rho_min_max``,
     ``initial_antipodal`` (fraction of trials with rho_min(0) < -1 + :data:`TOL_OUTCOME`) and
@@ -109,13 +109,13 @@ def rho_min(cfg: RhoMinConfig, generator: torch.Generator, device: str) -> dict[
 
     Examples
     --------
-    >>> r = rho_min(trials=2, n=6, t1=2.0, saves=3, betas=(0.1,))
+    >>> r = rho_min(trials=2, n=6, t1=2.0, save_count=3, betas=(0.1,))
     >>> r["rho"][0.1].shape, r["min_dlogE"][0.1] > 0
     ((3, 2), True)
     """
     V = init.diagonal(cfg.lambdas, device=device)
     x0 = init.uniform_sphere(cfg.trials, cfg.n, len(cfg.lambdas), generator=generator).to(device)
-    ts = torch.linspace(0, cfg.t1, cfg.saves)
+    ts = torch.linspace(0, cfg.t1, cfg.save_count)
     out: dict[str, Any] = dict(ts=ts, betas=list(cfg.betas), rho={}, consensus={}, antipodal={}, other={}, min_dlogE={}, clusters2={})
     for beta in out["betas"]:
         xs = simulate(models.spectral(V, beta), x0, cfg.t1, dt=cfg.dt, save_at=ts).xs  # one batched call
@@ -125,13 +125,13 @@ def rho_min(cfg: RhoMinConfig, generator: torch.Generator, device: str) -> dict[
         out["consensus"][beta] = (final > 1 - TOL_OUTCOME).double().mean().item()
         out["antipodal"][beta] = (final < -1 + TOL_OUTCOME).double().mean().item()
         out["other"][beta] = 1 - out["consensus"][beta] - out["antipodal"][beta]
-        out["clusters2"][beta] = (metrics.cluster_count(xs[-1], CLUSTER_TOL) == 2).double().mean().item()
+        out["clusters2"][beta] = (metrics.cluster_count(xs[-1], TOL_CLUSTER) == 2).double().mean().item()
         logE = metrics.interaction_energy(xs.flatten(0, 1), V, beta, log=True).reshape(len(ts), -1)
         out["min_dlogE"][beta] = torch.diff(logE, dim=0).amin().item()
     rho0 = out["rho"][out["betas"][0]][0]  # (trials,), the same initial data at every beta
     out["initial_rho_min_max"] = float(rho0.max())
     out["initial_antipodal"] = (rho0 < -1 + TOL_OUTCOME).double().mean().item()
-    out["initial_clusters2"] = (metrics.cluster_count(x0, CLUSTER_TOL) == 2).double().mean().item()
+    out["initial_clusters2"] = (metrics.cluster_count(x0, TOL_CLUSTER) == 2).double().mean().item()
     return out
 
 

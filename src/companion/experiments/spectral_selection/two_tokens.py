@@ -20,7 +20,7 @@ RHO_FLOOR = 1e-8
 @dataclasses.dataclass(frozen=True)
 class TwoTokensConfig:
     """Figure 3: ``trials`` uniform pairs on S^2, V = diag(``lambdas``) negative definite, inverse
-    temperature ``beta``; RK4 with step ``dt`` up to ``t1``, ``saves`` saved times.
+    temperature ``beta``; RK4 with step ``dt`` up to ``t1``, ``save_count`` saved times.
 
     Examples
     --------
@@ -31,7 +31,7 @@ class TwoTokensConfig:
     trials: int = 200
     t1: float = 30.0
     dt: float = 0.05
-    saves: int = 151
+    save_count: int = 151
     lambdas: tuple[float, ...] = V_NEGATIVE
     beta: float = 1.0
     seed: int = 3
@@ -56,7 +56,7 @@ def plot_two_tokens(result: dict[str, Any], ax=None):
     --------
     >>> import matplotlib
     >>> matplotlib.use("Agg")
-    >>> len(plot_two_tokens(two_tokens(trials=2, t1=2.0, saves=5)))
+    >>> len(plot_two_tokens(two_tokens(trials=2, t1=2.0, save_count=5)))
     2
     """
     import matplotlib.pyplot as plt
@@ -79,8 +79,8 @@ def plot_two_tokens(result: dict[str, Any], ax=None):
     return axes
 
 
-@experiment("spectral-two-tokens", chapter="spectral_selection", plot=plot_two_tokens,
-            profiles={"fast": TwoTokensConfig(), "full": TwoTokensConfig(trials=1000, t1=40.0, dt=0.02, saves=201)},
+@experiment("spectral-two-tokens", chapter="spectral_selection", plot=plot_two_tokens, renamed={"saves": "save_count"},
+            profiles={"fast": TwoTokensConfig(), "full": TwoTokensConfig(trials=1000, t1=40.0, dt=0.02, save_count=201)},
             paper=PaperScale(note="Figure 3 fixes n = 2 only; V, d, beta, the number of pairs and the horizon are not "
                                   "recovered: d = 3, V = diag(-0.5, -1, -1.5), beta = 1, 1000 pairs, RK4 at 0.02 to "
                                   "T = 40."))
@@ -89,19 +89,19 @@ def two_tokens(cfg: TwoTokensConfig, generator: torch.Generator, device: str) ->
 
     Returns
     -------
-    dict with ``ts`` (saves,), ``rho`` and ``md`` (saves, trials), ``not_decreasing`` (pairs where
+    dict with ``ts`` (save_count,), ``rho`` and ``md`` (save_count, trials), ``not_decreasing`` (pairs where
     rho ever increases while above -1 + :data:`RHO_FLOOR`), ``max_increase``, ``md_below`` (pairs with
     m_d(t1) < :data:`ON_AXIS`), ``min_md_final``, ``max_rho_final``, ``trials``, ``beta``.
 
     Examples
     --------
-    >>> r = two_tokens(trials=4, t1=20.0, saves=41)
+    >>> r = two_tokens(trials=4, t1=20.0, save_count=41)
     >>> r["not_decreasing"], r["md_below"]
     (0, 0)
     """
     V = init.diagonal(cfg.lambdas, device=device)
     x0 = init.uniform_sphere(cfg.trials, 2, len(cfg.lambdas), generator=generator).to(device)
-    ts = torch.linspace(0, cfg.t1, cfg.saves)
+    ts = torch.linspace(0, cfg.t1, cfg.save_count)
     xs = simulate(models.spectral(V, cfg.beta), x0, cfg.t1, dt=cfg.dt, save_at=ts).xs.cpu()
     rho = (xs[:, :, 0] * xs[:, :, 1]).sum(-1)  # (T, trials)
     md = 0.5 * (xs[:, :, 0, -1] ** 2 + xs[:, :, 1, -1] ** 2)

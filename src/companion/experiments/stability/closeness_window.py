@@ -27,7 +27,7 @@ class ClosenessWindowConfig:
     norms ``norm_A``, ``norm_V`` (drawn first from ``seed``, as in
     :class:`~companion.experiments.stability.prop31.Prop31Config`), ``n`` tokens uniform in B(0,
     ``radius``), and ``V~ = V + eps dV`` (dV a unit-norm Gaussian direction) for each ``eps``
-    (decreasing); RK4 step ``dt`` to ``t1``, W2 at ``n_save`` times; the two dynamics are apart once
+    (decreasing); RK4 step ``dt`` to ``t1``, W2 at ``save_count`` times; the two dynamics are apart once
     W2 reaches ``level``.
 
     Examples
@@ -45,7 +45,7 @@ class ClosenessWindowConfig:
     level: float = 0.1
     t1: float = 40.0
     dt: float = 0.1
-    n_save: int = 161
+    save_count: int = 161
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -74,7 +74,7 @@ def plot_closeness_window(result: dict[str, Any], ax=None):
     --------
     >>> import matplotlib
     >>> matplotlib.use("Agg")
-    >>> ax = plot_closeness_window(closeness_window(n=6, eps=(0.1, 0.03, 0.01), level=0.02, t1=20.0, n_save=41))
+    >>> ax = plot_closeness_window(closeness_window(n=6, eps=(0.1, 0.03, 0.01), level=0.02, t1=20.0, save_count=41))
     >>> len(ax)
     2
     """
@@ -109,10 +109,10 @@ def plot_closeness_window(result: dict[str, Any], ax=None):
     return ax
 
 
-@experiment("stability-closeness-window", chapter=CHAPTER, plot=plot_closeness_window,
+@experiment("stability-closeness-window", chapter=CHAPTER, plot=plot_closeness_window, renamed={"n_save": "save_count"},
             profiles={"fast": ClosenessWindowConfig(),
                       "full": ClosenessWindowConfig(n=128, eps=(0.03, 0.01, 0.003, 0.001, 3e-4, 1e-4), t1=100.0, dt=0.05,
-                                                    n_save=401)},
+                                                    save_count=401)},
             paper=PaperScale(note="Remark C.6 is a reading of bound (68); the paper runs no experiment. The dynamics (6), "
                                   "the matrices, sizes, level and horizon are ours."))
 def closeness_window(cfg: ClosenessWindowConfig, generator: torch.Generator, device: Any) -> dict[str, Any]:
@@ -140,7 +140,7 @@ def closeness_window(cfg: ClosenessWindowConfig, generator: torch.Generator, dev
 
     Examples
     --------
-    >>> r = closeness_window(n=6, eps=(0.1, 0.03, 0.01), level=0.02, t1=20.0, n_save=41)
+    >>> r = closeness_window(n=6, eps=(0.1, 0.03, 0.01), level=0.02, t1=20.0, save_count=41)
     >>> bool(np.all(r["t_bound"] < 1.0)), r["w2"].shape
     (True, (3, 41))
     """
@@ -152,7 +152,7 @@ def closeness_window(cfg: ClosenessWindowConfig, generator: torch.Generator, dev
     dV = unit_op(torch.randn(d, d, generator=g, dtype=torch.float64))
     eps = torch.tensor(cfg.eps, dtype=torch.float64)
     E = len(cfg.eps)
-    ts = torch.linspace(0.0, cfg.t1, cfg.n_save, dtype=torch.float64)
+    ts = torch.linspace(0.0, cfg.t1, cfg.save_count, dtype=torch.float64)
     dev = torch.device(device)
     base = simulate(Euclidean(A=A.to(dev), V=V.to(dev)), x0.to(dev), cfg.t1, method="rk4", dt=cfg.dt, save_at=ts)
     pert = simulate(Euclidean(A=A.expand(E, d, d).to(dev), V=(V + eps[:, None, None] * dV).to(dev)),

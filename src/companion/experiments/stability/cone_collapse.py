@@ -32,7 +32,7 @@ class ConeCollapseConfig:
     ``d``, ``lambda_1 = 1``, ``lambda_2 = 1 - gap`` with the gap log-uniform in ``gaps``, the rest
     uniform in [0, lambda_2) (V positive semi-definite, Assumption 3.2); ``trials`` matrices per
     cone half-width ``gamma`` of ``gammas``; ``n`` tokens uniform on the cap ``<x, u1> >= gamma``;
-    RK4 step ``dt`` to ``t1`` with ``n_save`` saved times.
+    RK4 step ``dt`` to ``t1`` with ``save_count`` saved times.
 
     Examples
     --------
@@ -47,7 +47,7 @@ class ConeCollapseConfig:
     gaps: tuple[float, float] = (0.2, 1.0)
     t1: float = 40.0
     dt: float = 0.1
-    n_save: int = 41
+    save_count: int = 41
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -55,8 +55,8 @@ class ConeCollapseConfig:
             raise ValueError(f"gammas must lie in (0, 1), got {self.gammas!r}")
         if not 0 < self.gaps[0] <= self.gaps[1] <= 1:
             raise ValueError(f"gaps must satisfy 0 < gaps[0] <= gaps[1] <= 1 (lambda_1 = 1, V >= 0), got {self.gaps!r}")
-        if self.trials < 1 or self.d < 2 or self.n_save < 2:
-            raise ValueError(f"trials >= 1, d >= 2 and n_save >= 2 needed, got {self.trials}, {self.d}, {self.n_save}")
+        if self.trials < 1 or self.d < 2 or self.save_count < 2:
+            raise ValueError(f"trials >= 1, d >= 2 and save_count >= 2 needed, got {self.trials}, {self.d}, {self.save_count}")
 
 
 def plot_cone_collapse(result: dict[str, Any], ax=None):
@@ -77,7 +77,7 @@ def plot_cone_collapse(result: dict[str, Any], ax=None):
     --------
     >>> import matplotlib
     >>> matplotlib.use("Agg")
-    >>> ax = plot_cone_collapse(cone_collapse(n=6, gammas=(0.3,), trials=1, t1=10.0, dt=0.2, n_save=6))
+    >>> ax = plot_cone_collapse(cone_collapse(n=6, gammas=(0.3,), trials=1, t1=10.0, dt=0.2, save_count=6))
     >>> len(ax.get_lines())
     2
     """
@@ -99,7 +99,7 @@ def plot_cone_collapse(result: dict[str, Any], ax=None):
     return ax
 
 
-@experiment("stability-cone-collapse", chapter=CHAPTER, plot=plot_cone_collapse, renamed={"draws": "trials"},
+@experiment("stability-cone-collapse", chapter=CHAPTER, plot=plot_cone_collapse, renamed={"draws": "trials", "n_save": "save_count"},
             profiles={"fast": ConeCollapseConfig(),
                       "full": ConeCollapseConfig(d=12, n=256, trials=16, gammas=(0.02, 0.05, 0.2, 0.5))},
             paper=PaperScale(note="Lemma C.13 is proved for every V and cone under Assumption 3.2; the paper runs no "
@@ -121,7 +121,7 @@ def cone_collapse(cfg: ConeCollapseConfig, generator: torch.Generator, device: A
 
     Examples
     --------
-    >>> r = cone_collapse(n=6, gammas=(0.3,), trials=1, t1=10.0, dt=0.2, n_save=6)
+    >>> r = cone_collapse(n=6, gammas=(0.3,), trials=1, t1=10.0, dt=0.2, save_count=6)
     >>> bool(r["max_ratio"] <= 1), r["err"].shape
     (True, (1, 6))
     """
@@ -138,7 +138,7 @@ def cone_collapse(cfg: ConeCollapseConfig, generator: torch.Generator, device: A
     gam = torch.tensor(cfg.gammas, dtype=torch.float64).repeat_interleave(cfg.trials)
     cones = [init.cone(1, cfg.n, d, float(gm), generator=g)[0] for gm in gam]  # about e1, then rotated: Q e1 = u1
     x0 = torch.stack([c @ Q[k].T for k, c in enumerate(cones)])
-    ts = torch.linspace(0.0, cfg.t1, cfg.n_save, dtype=torch.float64)
+    ts = torch.linspace(0.0, cfg.t1, cfg.save_count, dtype=torch.float64)
     dev = torch.device(device)
     xs = simulate(Sphere(A=V.to(dev), V=V.to(dev)), x0.to(dev), cfg.t1, method="rk4", dt=cfg.dt, save_at=ts).xs.cpu()
     err = (xs - u1[None, :, None, :]).norm(dim=-1).amax(-1).T.numpy()  # (K, T)

@@ -26,7 +26,7 @@ class InitialLawsConfig:
     (Q random orthogonal) and ``A`` Gaussian of operator norm ``norm_A``, drawn for each of
     ``trials`` trials; ``n`` tokens uniform in B(0, 1) and the same tokens moved by ``delta g_i``
     (g_i Gaussian, one direction per trial) for each ``delta``; RK4 step ``dt`` to ``t1`` with
-    ``n_save`` saved times; the field's Lipschitz constant is the largest Jacobian norm at the
+    ``save_count`` saved times; the field's Lipschitz constant is the largest Jacobian norm at the
     tokens of both measures and ``lip_points`` points uniform in the ball holding them.
 
     Examples
@@ -43,16 +43,16 @@ class InitialLawsConfig:
     trials: int = 2
     t1: float = 3.0
     dt: float = 0.02
-    n_save: int = 16
+    save_count: int = 16
     lip_points: int = 128
     seed: int = 0
 
     def __post_init__(self) -> None:
         if len(self.lambdas) != self.d:
             raise ValueError(f"lambdas must hold d = {self.d} eigenvalues, got {len(self.lambdas)}")
-        if not self.deltas or min(self.deltas) <= 0 or self.trials < 1 or self.n_save < 2:
-            raise ValueError(f"deltas must be positive, trials >= 1 and n_save >= 2, got {self.deltas!r}, {self.trials}, "
-                             f"{self.n_save}")
+        if not self.deltas or min(self.deltas) <= 0 or self.trials < 1 or self.save_count < 2:
+            raise ValueError(f"deltas must be positive, trials >= 1 and save_count >= 2, got {self.deltas!r}, {self.trials}, "
+                             f"{self.save_count}")
 
 
 def plot_initial_laws(result: dict[str, Any], ax=None):
@@ -73,7 +73,7 @@ def plot_initial_laws(result: dict[str, Any], ax=None):
     --------
     >>> import matplotlib
     >>> matplotlib.use("Agg")
-    >>> ax = plot_initial_laws(initial_laws(n=6, trials=1, deltas=(1e-2,), t1=1.0, n_save=3, lip_points=8))
+    >>> ax = plot_initial_laws(initial_laws(n=6, trials=1, deltas=(1e-2,), t1=1.0, save_count=3, lip_points=8))
     >>> len(ax.get_lines())
     3
     """
@@ -100,8 +100,8 @@ def plot_initial_laws(result: dict[str, Any], ax=None):
     return ax
 
 
-@experiment("stability-initial-laws", chapter=CHAPTER, plot=plot_initial_laws, renamed={"seeds": "trials"},
-            profiles={"fast": InitialLawsConfig(), "full": InitialLawsConfig(n=64, trials=8, lip_points=512, n_save=31)},
+@experiment("stability-initial-laws", chapter=CHAPTER, plot=plot_initial_laws, renamed={"seeds": "trials", "n_save": "save_count"},
+            profiles={"fast": InitialLawsConfig(), "full": InitialLawsConfig(n=64, trials=8, lip_points=512, save_count=31)},
             paper=PaperScale(note="Lemma C.12 is a proof step (after Piccoli and Rossi 2013); the paper runs no experiment. "
                                   "The matrices, tokens, displacements and horizon are ours."))
 def initial_laws(cfg: InitialLawsConfig, generator: torch.Generator, device: Any) -> dict[str, Any]:
@@ -120,7 +120,7 @@ def initial_laws(cfg: InitialLawsConfig, generator: torch.Generator, device: Any
 
     Examples
     --------
-    >>> r = initial_laws(n=6, trials=1, deltas=(1e-2,), t1=1.0, n_save=3, lip_points=8)
+    >>> r = initial_laws(n=6, trials=1, deltas=(1e-2,), t1=1.0, save_count=3, lip_points=8)
     >>> r["w2"].shape, bool(r["max_ratio"] <= 1)
     ((1, 1, 3), True)
     """
@@ -133,7 +133,7 @@ def initial_laws(cfg: InitialLawsConfig, generator: torch.Generator, device: Any
     x0 = init.ball(S, n, d, 1.0, generator=g)
     dirs = torch.randn(S, n, d, generator=g, dtype=torch.float64)
     y0 = torch.stack([x0 + dl * dirs for dl in cfg.deltas], dim=1)  # (S, D, n, d)
-    ts = torch.linspace(0.0, cfg.t1, cfg.n_save, dtype=torch.float64)
+    ts = torch.linspace(0.0, cfg.t1, cfg.save_count, dtype=torch.float64)
     dev = torch.device(device)
     base = simulate(Rescaled(A=A.to(dev), V=V.to(dev)), x0.to(dev), cfg.t1, method="rk4", dt=cfg.dt, save_at=ts).xs
     AA = A.repeat_interleave(D, 0).to(dev)

@@ -44,7 +44,7 @@ class Prop31Config:
     ``norm_V``; each of ``trials`` trials draws ``n`` tokens uniform in B(0, ``radius``) and
     unit-norm perturbation directions; a perturbation of size eps (one per entry of ``eps``) has
     ``|dA|_op = eps`` and/or ``|dV|_op = eps`` (``families``: "A", "V", "both"). Both dynamics run
-    with RK4 step ``dt`` to ``t1``, W2 measured at ``n_save`` equally spaced times; ``seed`` seeds
+    with RK4 step ``dt`` to ``t1``, W2 measured at ``save_count`` equally spaced times; ``seed`` seeds
     every draw.
 
     Examples
@@ -66,7 +66,7 @@ class Prop31Config:
     eps: tuple[float, ...] = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
     families: tuple[str, ...] = ("V", "A", "both")
     t1: float = 2.0
-    n_save: int = 21
+    save_count: int = 21
     dt: float = 0.05
     seed: int = 0
 
@@ -98,7 +98,7 @@ def plot_prop31_wasserstein(result: dict[str, Any], ax=None):
     --------
     >>> import matplotlib
     >>> matplotlib.use("Agg")
-    >>> ax = plot_prop31_wasserstein(prop31(n=6, trials=1, eps=(1e-3, 1e-2), families=("V",), t1=0.5, n_save=3, dt=0.1))
+    >>> ax = plot_prop31_wasserstein(prop31(n=6, trials=1, eps=(1e-3, 1e-2), families=("V",), t1=0.5, save_count=3, dt=0.1))
     >>> len(ax); print(ax[1].get_ylabel())
     2
     $\\log_{10}\\log_{10}$(bound / $W_2$)
@@ -141,10 +141,10 @@ def plot_prop31_wasserstein(result: dict[str, Any], ax=None):
     return ax
 
 
-@experiment("stability-prop31", chapter=CHAPTER, plot=plot_prop31_wasserstein, renamed={"seeds": "trials"},
+@experiment("stability-prop31", chapter=CHAPTER, plot=plot_prop31_wasserstein, renamed={"seeds": "trials", "n_save": "save_count"},
             profiles={"fast": Prop31Config(),
                       "full": Prop31Config(d=8, n=256, trials=16, eps=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1),
-                                           n_save=41, dt=0.02)},
+                                           save_count=41, dt=0.02)},
             paper=PaperScale({"dt": 0.1}, {"dt": "W2 is read every 0.05 (41 times to t = 2), which caps the step at "
                                                  "0.05 anyway; 0.02"},
                              note="Prop. 3.1 is a bound; the paper runs no experiment for it (its figures use RK4 at "
@@ -170,7 +170,7 @@ def prop31(cfg: Prop31Config, generator: torch.Generator, device: Any) -> dict[s
 
     Examples
     --------
-    >>> r = prop31(n=6, trials=1, eps=(1e-3, 1e-2), families=("V",), t1=0.5, n_save=3, dt=0.1)
+    >>> r = prop31(n=6, trials=1, eps=(1e-3, 1e-2), families=("V",), t1=0.5, save_count=3, dt=0.1)
     >>> r["w2"].shape, bool(r["all_below"]), round(float(r["slopes"][0]), 1)
     ((1, 2, 1, 3), True, 1.0)
     """
@@ -190,7 +190,7 @@ def prop31(cfg: Prop31Config, generator: torch.Generator, device: Any) -> dict[s
                 dA[f, e] = eps * dirA
             if fam in ("V", "both"):
                 dV[f, e] = eps * dirV
-    ts = torch.linspace(0.0, cfg.t1, cfg.n_save, dtype=torch.float64)
+    ts = torch.linspace(0.0, cfg.t1, cfg.save_count, dtype=torch.float64)
     dev = torch.device(device)
     base = simulate(Euclidean(A=A.to(dev), V=V.to(dev)), x0.to(dev), cfg.t1, method="rk4", dt=cfg.dt, save_at=ts)
     X0 = x0.expand(F, E, S, cfg.n, d).reshape(-1, cfg.n, d)
@@ -299,7 +299,7 @@ def prop31_summary(result: dict[str, Any]) -> dict[str, Any]:
 
     Examples
     --------
-    >>> r = prop31(n=6, trials=2, eps=(1e-3, 3e-3, 1e-2), families=("V",), t1=0.5, n_save=3, dt=0.1)
+    >>> r = prop31(n=6, trials=2, eps=(1e-3, 3e-3, 1e-2), families=("V",), t1=0.5, save_count=3, dt=0.1)
     >>> s = prop31_summary(r)
     >>> s["all_below"], round(s["limit_exponent"]["V"], 4), s["deviation"]["V"] <= s["extrapolation_error"]["V"]
     (True, 1.0, True)
@@ -374,7 +374,7 @@ def prop31_claims(result: dict[str, Any], cfg: Prop31Config) -> list[ledger.Clai
 
     Examples
     --------
-    >>> r = prop31(n=6, trials=3, eps=(1e-3, 3e-3, 1e-2), families=("V", "A"), t1=0.5, n_save=3, dt=0.1)
+    >>> r = prop31(n=6, trials=3, eps=(1e-3, 3e-3, 1e-2), families=("V", "A"), t1=0.5, save_count=3, dt=0.1)
     >>> [c.status for c in prop31_claims(r, Prop31Config())]        # the Gaussian V breaks (69)'s second step
     ['reproduced', 'reproduced', 'reproduced', 'reproduced', 'not-reproduced']
     >>> prop31_claims(dict(r, max_ratio69=r["max_ratio69_true"]), Prop31Config())[-1].status   # with |e^(-tV)|_op
