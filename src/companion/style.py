@@ -12,7 +12,7 @@ Examples
 """
 from __future__ import annotations
 
-__all__ = ["COLORS", "FULL_WIDTH", "PANEL", "MIN_FONT", "STATUS_COLORS"]
+__all__ = ["COLORS", "FULL_WIDTH", "PANEL", "MIN_FONT", "STATUS_COLORS", "log_x"]
 
 COLORS = {
     "measured": "#1f77b4",   # what the simulator or the model gives
@@ -27,3 +27,26 @@ STATUS_COLORS = {"reproduced": "#1a7f37", "partly": "#9a6700", "not-reproduced":
 FULL_WIDTH = 7.2   # inches: the widest figure the column shows at its size (720 CSS px at 100 dpi)
 PANEL = 3.4        # inches: one panel of a two-panel row
 MIN_FONT = 10      # points: the smallest text in a figure (ticks included), at the size the page shows it
+
+
+def log_x(ax) -> None:
+    """Make ``ax``'s x axis logarithmic, labelled at 1, 2 and 5 times powers of ten in plain numbers
+    (matplotlib's default labels every minor tick as 2x10^0, 3x10^0, ..., which overlap on a narrow range).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> _ = matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.plot([1.5, 25.0], [1.0, 2.0]); log_x(ax); fig.canvas.draw()
+    >>> [t.get_text() for t in ax.get_xticklabels(minor=True) if t.get_text() and 1.5 <= t.get_position()[0] <= 25]
+    ['2', '5', '20']
+    >>> plt.close(fig)
+    """
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    ax.set_xscale("log")
+    ax.xaxis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
+    for set_formatter in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
+        set_formatter(FuncFormatter(lambda v, _: f"{v:g}"))

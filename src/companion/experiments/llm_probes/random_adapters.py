@@ -11,6 +11,7 @@ import torch
 from ... import fits, inference, ledger
 from ..._validate import check_positive
 from ...registry import PaperScale, claims_for, experiment, summary_for
+from ...style import log_x
 from ._common import CHAPTER, _ax, _eval_ids, _load
 
 __all__ = [
@@ -122,7 +123,8 @@ def plot_random_adapters(result: dict, ax=None, key: str = "v_proj"):
     for r, row in zip(result["ranks"], c["ppl"]):
         ax.plot(result["norms"], row, "o-", label=f"r = {r}")
     ax.axhline(result["ppl0"], color="k", ls=":", label="base")
-    ax.set(xscale="log", yscale="log", xlabel=r"$\|\Delta V^\ell\|_F$ per layer", ylabel="BBC perplexity",
+    log_x(ax)
+    ax.set(yscale="log", xlabel=r"$\|\Delta V^\ell\|_F$ per layer", ylabel="BBC perplexity",
            title="random adapters on the value projections" if key == "v_proj" else f"random adapters on {key}")
     ax.legend(fontsize=10)
     return ax

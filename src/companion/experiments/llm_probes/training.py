@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from ... import ledger
+from ...style import log_x
 from ...registry import PaperScale, claims_for, experiment, output_folder, summary_for
 from ._common import CHAPTER, _ax, _eval_ids, _load
 from ._training_summary import _forgetting, _total_norm, _training_rows, training_summary
@@ -91,16 +92,6 @@ PAPER_TRAINING = PaperScale(
          "(the chapter prints by how much).")
 
 
-def _log_x(ax) -> None:
-    """A log x axis labelled at 1, 2, 5 times powers of ten (matplotlib's default labels crowd narrow ranges)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator
-
-    ax.set_xscale("log")
-    ax.xaxis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
-    for set_formatter in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
-        set_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-
-
 def _tag(result: dict) -> str:
     """A title's tail in words: empty for ``llm-training``, "(trained partly on Hamlet)" for ``llm-training-indomain``."""
     return "(trained partly on Hamlet)" if result.get("experiment") == "llm-training-indomain" else ""
@@ -151,7 +142,7 @@ def plot_training(result: dict, ax=None):
         (mx, sx), (my, sy) = _seed_band(norm), _seed_band(forget)
         ax.errorbar(mx, my, xerr=sx, yerr=sy, fmt="o-", color=color, capsize=2, label=f"r = {r}")
     ax.axhline(1.0, color="k", ls=":", lw=0.8)
-    _log_x(ax)
+    log_x(ax)
     ax.set(xlabel=r"update norm $(\sum_\ell \|\Delta V_\ell\|_F^2)^{1/2}$",
            ylabel="BBC perplexity / before training", title=f"forgetting vs update norm {_tag(result)}".strip())
     ax.legend(fontsize=10)
@@ -291,7 +282,7 @@ def plot_training_bridge(result: dict, ax=None):
         axes[1].plot(np.asarray(run["drift"], float)[:, -1, -1], np.exp(_forgetting(run)[:, -1]), "o", color=f"C{i}", label=f"r = {r}")
     axes[0].axhline(1.0, color="k", ls=":", lw=0.8)
     axes[0].set(yscale="log", xlabel="layer", ylabel="bound (16) and shift, last step", title=(r"Prop. 3.3 on $V^\top V$ " + _tag(result)).strip())
-    _log_x(axes[1])
+    log_x(axes[1])
     axes[1].set(xlabel=r"last-layer drift $\Delta_L$ at the end", ylabel="BBC perplexity / before training",
                 title="drift and forgetting, one point per run")
     axes[0].legend(fontsize=10, loc="lower right")
