@@ -320,12 +320,12 @@ def test_provenance_records_the_code_and_the_pages_say_when_it_changed(results, 
     meta = store.load_run(NAME, "full")[1]
     assert meta["code"] == store.code_version(store_get(NAME))
     assert store.code_status(store_get(NAME), meta) == "current" and _row(NAME)["code"] == "current"
-    assert "(code changed" not in pages.source_line(NAME)
+    assert "(stale" not in pages.source_line(NAME)
     # the recorded hash no longer matches the checkout (the code changed since the commit)
     _rewrite_meta(results / NAME / "full.json", code={**meta["code"], "sha256": "0" * 16}, commit="abcdef0123456789")
     assert store.code_status(store_get(NAME), store.load_run(NAME, "full")[1]) == "code changed since abcdef0"
     assert _row(NAME)["code"] == "code changed since abcdef0"
-    assert pages.source_line(NAME).endswith(" (code changed since abcdef0)")
+    assert pages.source_line(NAME).endswith(" (stale: its code changed since commit abcdef0, so it may not be what the code now computes)")
     pages.show_full({"experiment": NAME}, draw=False)
     assert capsys.readouterr().out.rstrip().endswith("; code changed since abcdef0")
     assert store.stale_reason(store_get(NAME), "full") is None  # still shown: the configuration is the profile's
@@ -336,7 +336,8 @@ def test_provenance_records_the_code_and_the_pages_say_when_it_changed(results, 
     # a result stored before the code was recorded says so, and is kept
     _rewrite_meta(results / NAME / "full.json", code=None)
     assert _row(NAME)["code"] == "code version not recorded"
-    assert "(code" not in pages.source_line(NAME)
+    assert pages.source_line(NAME).endswith(" (stale: no code version was recorded with it, so it may not be what the code now computes)")
+    assert pages.state_words(_row(NAME)) == "stale: no code version was recorded with it"
 
 
 def store_get(name):
@@ -353,15 +354,17 @@ def test_the_sanitizer_removes_the_code_phrase_whole():
     text = (Path(__file__).resolve().parents[1] / "book" / "_scripts" / "nbval_sanitize.cfg").read_text()
     patterns = nbval.get_sanitize_patterns(text)  # as nbval reads the file (a malformed pair is skipped silently)
     line = "'the paper-scale (full) profile, computed at commit 1234567 on 2026-12-01, cpu, 5 s'"
-    out = line[:-1] + " (code changed since abcdef0)'"
-    for regex, replace in patterns:
-        out = re.sub(regex, replace, out)
-    assert out == line
+    for stale in (" (stale: its code changed since commit abcdef0, so it may not be what the code now computes)'",
+                  " (stale: no code version was recorded with it, so it may not be what the code now computes)'"):
+        out = line[:-1] + stale
+        for regex, replace in patterns:
+            out = re.sub(regex, replace, out)
+        assert out == line
 
 
 def test_stored_full_results_say_when_their_code_changed():
-    """Every stored full result: where it records a code hash that differs from the checkout's, the
-    chapter's caption (source_line) and the Status row say so."""
+    """Every stored full result: unless its code hash is the checkout's, the chapter's caption
+    (source_line) says "stale" and the Status row never says current (issue 48)."""
     from companion.registry import registry
 
     for name in registry():
@@ -371,7 +374,9 @@ def test_stored_full_results_say_when_their_code_changed():
         status = store.code_status(store_get(name), stored[1])
         line = pages.source_line(name, None, stored)
         assert status in ("current", "code version not recorded") or status.startswith("code changed since ")
-        assert (f"({status})" in line) == status.startswith("code changed"), (name, status, line)
+        assert ("(stale: " in line) == (status != "current"), (name, status, line)
+        row = {"stale": None, "code": status}
+        assert (pages.state_words(row) == "**current**") == (status == "current"), (name, status)
 
 
 def test_source_hash_follows_the_imports():

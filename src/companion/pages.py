@@ -19,7 +19,7 @@ from .store import code_status, load_run, results_dir, stale
 
 __all__ = ["show_full", "figure_sources", "chapter_times", "machine", "source_line",
            "retimed", "paper_figure", "verdict_box", "numbers_table", "ledger_table", "book_figures", "count_line", "section_link",
-           "STATUS_CLASSES", "BASIS_WORDS", "quote_pieces", "quote_html", "quote_markdown", "paper_order", "claims_frame", "rereading", "rereading_table", "rereading_counts"]
+           "STATUS_CLASSES", "BASIS_WORDS", "plain_number", "humanize", "GLOSSES", "glosses", "state_words", "state_summary", "stale_words", "verdict_sentence", "verdict_record_text", "row_anchor", "ledger_list", "quote_pieces", "quote_html", "quote_markdown", "paper_order", "claims_frame", "rereading", "rereading_table", "rereading_counts"]
 
 
 def _stored_line(exp, profile: str, meta: Mapping[str, Any], root: Path | str | None) -> str:
@@ -168,6 +168,54 @@ def figure_sources(profile: str, root: Path | str | None = None) -> list[dict[st
                          "verdicts": {}, "parts": parts, "parts_s": parts_wall if parts else None})
     return rows
 
+
+
+def state_words(row: Mapping[str, Any]) -> str:
+    """The state of one row of :func:`figure_sources`, in words: **current** only when the stored result is
+    shown and its code is the code now (:func:`companion.store.code_status`), otherwise "stale" and why,
+    or "nothing stored".
+
+    Examples
+    --------
+    >>> state_words({"stale": None, "code": "current"})
+    '**current**'
+    >>> state_words({"stale": None, "code": "code changed since abcdef0"})
+    'stale: its code changed since commit abcdef0'
+    >>> state_words({"stale": "computed with parameters {'n': 4}", "code": "current"})
+    "stale: computed with parameters {'n': 4}"
+    >>> state_words({"stale": "nothing stored", "code": "code version not recorded"})
+    'nothing stored'
+    """
+    if row.get("stale") == "nothing stored":
+        return "nothing stored"
+    if row.get("stale") is None and row.get("code") == "current":
+        return "**current**"
+    if row.get("stale") is not None:
+        return f"stale: {row['stale']}"
+    return "stale: " + stale_words(str(row.get("code"))).split(", so ")[0]
+
+
+def state_summary(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The states of :func:`figure_sources` rows in two short sentences.
+
+    Examples
+    --------
+    >>> print(state_summary([{"stale": None, "code": "current"}, {"stale": None, "code": "code changed since abc"},
+    ...                      {"stale": None, "code": "code version not recorded"}, {"stale": "nothing stored", "code": ""}]))
+    4 experiments. 1 current; 2 stale (1 whose code changed since it was computed, 1 with no code version recorded); 1 with nothing stored.
+    """
+    states = [state_words(r) for r in rows]
+    current = states.count("**current**")
+    nothing = states.count("nothing stored")
+    changed = sum(s.startswith("stale: its code changed") for s in states)
+    unrecorded = sum(s.startswith("stale: no code version") for s in states)
+    other = len(states) - current - nothing - changed - unrecorded
+    why = [f"{changed} whose code changed since it was computed" if changed else "",
+           f"{unrecorded} with no code version recorded" if unrecorded else "",
+           f"{other} computed with other parameters or not verifying" if other else ""]
+    stale_n = changed + unrecorded + other
+    return (f"{len(rows)} experiments. {current} current; {stale_n} stale"
+            + (f" ({', '.join(w for w in why if w)})" if stale_n else "") + f"; {nothing} with nothing stored.")
 
 
 def _parts_times(folder: Path) -> tuple[float, float, int]:
@@ -459,11 +507,28 @@ def source_line(name: str, root: Path | str | None = None, stored: Any = False) 
     from .registry import get
 
     code = code_status(get(name), meta)
-    # Only a change is said, in a form book/_scripts/nbval_sanitize.cfg removes whole (" (code changed
-    # since <7 hex>)"): a chapter's compared output stays the same; the Status page says it in full.
+    # Anything but the same code is said, as "stale", in a form book/_scripts/nbval_sanitize.cfg removes
+    # whole (" (stale: ...)"): a chapter's compared output stays the same; the Status page says it in full.
     return (f"the paper-scale (full) profile, computed at commit {str(meta.get('commit') or '?')[:7]} on "
             f"{str(meta.get('created', '?'))[:10]}, {_device(meta)}, {took}" + (f" in {parts} parts" if parts else "")
-            + (f" ({code})" if code.startswith("code changed") else ""))
+            + ("" if code == "current" else f" (stale: {stale_words(code)})"))
+
+
+def stale_words(code: str) -> str:
+    """Why a stored result is stale, in a plain sentence (from :func:`companion.store.code_status`).
+
+    Examples
+    --------
+    >>> stale_words("code changed since abcdef0")
+    'its code changed since commit abcdef0, so it may not be what the code now computes'
+    >>> stale_words("code version not recorded")
+    'no code version was recorded with it, so it may not be what the code now computes'
+    """
+    if code.startswith("code changed since "):
+        return f"its code changed since commit {code.removeprefix('code changed since ')}, so it may not be what the code now computes"
+    if code == "code version not recorded":
+        return "no code version was recorded with it, so it may not be what the code now computes"
+    return code
 
 
 def paper_figure(name: str, fallback: Mapping[str, Any] | None = None, root: Path | str | None = None) -> dict[str, Any]:
@@ -528,30 +593,288 @@ class _Shown:
 BASIS_WORDS = {"paper": "the paper states", "derived": "our derivation", "reading": "our reading"}
 
 
-def _detail(r: Mapping[str, Any]) -> str:
-    """A row's numbers in one line: measured (uncertainty) against expected, tolerance, margin, fragile, trials needed."""
-    line = f"measured {_text(r['measured'])}"
-    u = r.get("uncertainty")
-    if u is not None:
-        line += f" ({u})" if isinstance(u, str) else f" ± {u!r}"
-    parts = [line + f" vs expected {_text(r['expected'])}"]
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+_E_NUMBER = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)e([-+]?)0*(\d+)\b")
+_BRACKETS = re.compile(r"\[([^\[\]]*)\]")
+_NUMBER = r"-?\d[\d.,]*(?:\s*×\s*10[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)?"
+
+
+def plain_number(x: Any, sig: int = 3) -> str:
+    """A number as a person writes it: ``sig`` significant digits, no trailing zeros, thousands
+    separated, and powers of ten written out (``× 10⁻⁵``) below 0.001 and from 100,000 on.
+
+    Examples
+    --------
+    >>> [plain_number(v) for v in (0.123456, 1.0, 37.35, 1213.4, 2500000, 1.5e-05, -0.0007364, 0)]
+    ['0.123', '1', '37.4', '1,213', '2.5 × 10⁶', '1.5 × 10⁻⁵', '-7.36 × 10⁻⁴', '0']
+    >>> plain_number(float("nan")), plain_number(float("inf")), plain_number(12), plain_number(True)
+    ('not a number', 'infinity', '12', 'yes')
+    """
+    import math
+
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return f"{x:,}" if abs(x) < 10**6 else plain_number(float(x), sig)
+    x = float(x)
+    if math.isnan(x):
+        return "not a number"
+    if math.isinf(x):
+        return "infinity" if x > 0 else "minus infinity"
+    if x == 0:
+        return "0"
+    if 1e-3 <= abs(x) < 1e5:
+        digits = max(sig - 1 - math.floor(math.log10(abs(x))), 0)
+        text = f"{round(x, digits):,.{digits}f}"
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    mantissa, exponent = f"{x:.{sig - 1}e}".split("e")
+    mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+
+
+def _prose(text: str) -> str:
+    """A ledger's string in words: ``1e-09`` as ``10⁻⁹``, an interval ``[a, b]`` as ``a to b``, a bracketed
+    list as its items."""
+    def power(m: re.Match) -> str:
+        mantissa, sign, exp = m.groups()
+        head = "" if mantissa in ("1", "1.0") else f"{mantissa} × "
+        return f"{head}10{(('-' if sign == '-' else '') + exp).translate(_SUPERSCRIPT)}"
+
+    def brackets(m: re.Match) -> str:
+        items = [i.strip().strip("'\"") for i in m.group(1).split(",")]
+        return f"{items[0]} to {items[1]}" if len(items) == 2 and all(re.fullmatch(_NUMBER, i) for i in items) else ", ".join(items)
+
+    text = _E_NUMBER.sub(power, str(text).replace("\n", " "))
+    text = text.replace("<=", "≤").replace(">=", "≥").replace("+-", "±")
+    while _BRACKETS.search(text):
+        text = _BRACKETS.sub(brackets, text)
+    return text.replace("{", "").replace("}", "")
+
+
+def humanize(v: Any, sig: int = 3, names: Sequence[Any] | None = None) -> str:
+    """A ledger value in words, never a Python repr: numbers through :func:`plain_number`, a mapping as
+    "name value" pairs, a list as its items (a label followed by its value as "label: value"), and
+    with ``names`` (as long as the list) each item after its name.
+
+    Examples
+    --------
+    >>> humanize({"mean": 0.99561, "worst_seed": 0.9897})
+    'mean 0.996, worst seed 0.99'
+    >>> humanize([1.013, 37.35, 0.5607])
+    '1.01, 37.4 and 0.561'
+    >>> humanize(["seeds with 3 clusters at T", 110, 128, "median centre error (rad)", 0.1757])
+    'seeds with 3 clusters at T: 110 and 128; median centre error (rad): 0.176'
+    >>> humanize([0.4, 0.3056], names=["decoder", "encoder"])
+    'decoder 0.4; encoder 0.306'
+    >>> humanize([[1, 2, 3], "judged at 4 of 9 betas"]), humanize("p < 1e-09"), humanize(None)
+    ('1, 2 and 3; judged at 4 of 9 betas', 'p < 10⁻⁹', 'none')
+    """
+    if v is None:
+        return "none"
+    if isinstance(v, str):
+        return _prose(v)
+    if isinstance(v, (bool, int, float)) or (hasattr(v, "dtype") and getattr(v, "ndim", 1) == 0):
+        return plain_number(v.item() if hasattr(v, "item") else v, sig)
+    if isinstance(v, Mapping):
+        return ", ".join(f"{_prose(str(k).replace('_', ' '))} {humanize(x, sig)}" for k, x in v.items())
+    if hasattr(v, "tolist"):
+        v = v.tolist()
+    items = list(v)
+    if names is not None and len(names) == len(items):
+        return "; ".join(f"{humanize(n, sig)} {humanize(x, sig)}" for n, x in zip(names, items))
+    if all(isinstance(x, (bool, int, float)) for x in items):
+        words = [plain_number(x, sig) for x in items]
+        return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1] if words else "none"
+    clauses, label, values = [], None, []
+
+    def close():
+        if label is not None or values:
+            joined = humanize(values, sig) if values else ""
+            clauses.append(f"{label}: {joined}" if label is not None and joined else label if label is not None else joined)
+
+    for x in items:
+        if isinstance(x, str) and x.strip().lower() in ("nan", "inf", "-inf"):
+            values.append(float(x))
+        elif isinstance(x, str):
+            close()
+            label, values = _prose(x), []
+        elif isinstance(x, (list, tuple, Mapping)) or hasattr(x, "tolist"):
+            text = humanize(x, sig)
+            if label is not None and not values:
+                clauses.append(f"{label}: {text}")
+                label = None
+            else:
+                close()
+                clauses.append(text)
+                label, values = None, []
+        else:
+            values.append(x)
+    close()
+    return "; ".join(c for c in clauses if c)
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` cut at a clause boundary (or a space) to at most ``limit`` characters, with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 2]
+    for sep in ("; ", ", ", " "):
+        k = cut.rfind(sep)
+        if k > limit // 3:
+            return cut[:k].rstrip(" ,;:") + " …"
+    return cut + " …"
+
+
+def _uncertainty(u: Any) -> str:
+    if u is None or u == "":
+        return ""
+    if isinstance(u, (int, float)) and not isinstance(u, bool):
+        return f" ± {plain_number(u)}"
+    return f" ({humanize(u)})"
+
+
+EXPECTED_WORDS = {"paper": "the paper says", "derived": "our derivation from the paper gives",
+                  "reading": "our reading of the paper gives"}
+VERDICT_LINE = 200  # the longest line a verdict box shows (characters)
+
+
+def _names(r: Mapping[str, Any]) -> list[str] | None:
+    """The names of a list-valued measurement's components, where the expected values name them (a list of
+    strings as long as the measurement)."""
+    m, e = r.get("measured"), r.get("expected")
+    if isinstance(m, (list, tuple)) and isinstance(e, (list, tuple)) and len(m) == len(e) > 1 \
+            and all(isinstance(x, str) for x in e) and not any(isinstance(x, str) for x in m):
+        return list(e)
+    return None
+
+
+def verdict_sentence(r: Mapping[str, Any]) -> str:
+    """The one sentence of a verdict box: what was measured, with its uncertainty, against what the paper
+    says (or what our derivation or reading of it gives), in words and at most :data:`VERDICT_LINE`
+    characters with the status word before it (the full record is folded beneath).
+
+    Examples
+    --------
+    >>> verdict_sentence({"measured": 0.50012, "uncertainty": 0.0123, "expected": "<= 1", "basis": "paper"})
+    'Measured 0.5 ± 0.0123; the paper says ≤ 1.'
+    >>> verdict_sentence({"measured": [0.4, 0.3056], "expected": ["decoder", "encoder"], "basis": "derived"})
+    'Measured decoder 0.4; encoder 0.306.'
+    >>> len(verdict_sentence({"measured": list(range(200)), "expected": "x" * 300, "basis": "reading"})) <= 185
+    True
+    """
+    names = _names(r)
+    measured = humanize(r.get("measured"), names=names)
+    unc = _uncertainty(r.get("uncertainty"))
+    if names is not None:
+        m = _clip(measured + unc, VERDICT_LINE - 30)
+        return f"Measured {m}" + ("" if m.endswith("…") else ".")
+    words = EXPECTED_WORDS.get(r.get("basis") or "", "expected")
+    expected = humanize(r.get("expected"))
+    room = VERDICT_LINE - 30 - len(words)
+    m = _clip(measured + unc, max(room // 2, room - len(expected)))
+    e = _clip(expected, room - len(m))
+    return f"Measured {m}; {words} {e}" + ("" if e.endswith("…") else ".")
+
+
+def _why_words(r: Mapping[str, Any]) -> str:
+    """Why a row is not simply reproduced, in words: its ``why`` (first sentence, clipped) or, without one,
+    what its numbers say."""
+    status = r.get("status")
+    if status in ("reproduced", "supported", "not-checkable") and not r.get("why"):
+        return ""
+    why = humanize(r.get("why") or "")
+    if why:
+        return _clip(why[0].upper() + why[1:], VERDICT_LINE)
+    if status == "inconclusive" and r.get("needed"):
+        return f"The stored trials cannot decide; about {plain_number(r['needed'])} would."
     if r.get("tolerance") is not None:
-        parts.append(f"tolerance {_text(r['tolerance'])}")
+        return f"Outside the tolerance ({humanize(r['tolerance'])})."
+    return ""
+
+
+# Words the ledger's rows use that a reader of the papers may not know, glossed where a box uses them
+# (and on the claims page, "Words used in the verdicts").
+GLOSSES = {
+    "NOTES D": "the project's notes on paper D (NOTES.md, section D, kept with the papers, not on this site): "
+               "the statements recovered from the authors' answers to the reviewers and their official notebook",
+    "USA": "unnormalised self-attention: the weights exp(β⟨x_i, x_j⟩) divided by N (paper D)",
+    "SA": "self-attention with softmax weights: exp(β⟨x_i, x_j⟩) divided by their sum (paper D)",
+}
+
+
+def glosses(*texts: Any) -> list[tuple[str, str]]:
+    """The :data:`GLOSSES` whose word occurs (as a word) in ``texts``.
+
+    Examples
+    --------
+    >>> [w for w, _ in glosses("linearisation (NOTES D)", "N = 1000, USA, beta = 2")]
+    ['NOTES D', 'USA']
+    >>> glosses("USABLE")
+    []
+    """
+    joined = " ".join(str(t) for t in texts)
+    return [(w, g) for w, g in GLOSSES.items() if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w])", joined)]
+
+
+def _record(r: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The full record of a ledger row as (field, words), in reading order."""
+    out = [("claim", str(r.get("statement") or "")), ("where", str(r.get("where") or ""))]
+    if r.get("quote"):
+        src = " (recovered in the notes on the paper)" if r.get("source") else ""
+        out.append((BASIS_WORDS.get(r.get("basis") or "", "the paper's words") + src, str(r["quote"])))
+    elif r.get("basis"):
+        out.append(("basis", BASIS_WORDS.get(r["basis"], r["basis"])))
+    if r.get("test"):
+        out.append(("test", humanize(r["test"])))
+    names = _names(r)
+    out.append(("measured", humanize(r.get("measured"), names=names)))
+    if names is None:
+        out.append(("expected", humanize(r.get("expected"))))
+    for key in ("tolerance", "uncertainty"):
+        if r.get(key) is not None:
+            out.append((key, humanize(r[key])))
     if r.get("margin") is not None:
-        parts.append(f"margin {r['margin']!r} decades")
+        out.append(("margin", f"{plain_number(r['margin'])} decades (powers of ten) between the measurement and "
+                              "the threshold that would change the verdict"))
     if at_edge(r):
-        parts.append("fragile")
+        out.append(("fragile", "yes: the status changes with the tolerance × 0.8 or × 1.25, or at the level 0.01 or 0.10"))
     if r.get("needed") is not None:
-        parts.append(f"about {r['needed']} trials would decide")
-    return "; ".join(parts)
+        out.append(("trials that would decide", plain_number(r["needed"])))
+    if r.get("why"):
+        out.append(("why", humanize(r["why"])))
+    for word, gloss in glosses(*(r.get(k) for k in ("where", "statement", "quote", "test", "measured", "expected",
+                                                       "uncertainty", "why"))):
+        out.append((word, gloss))
+    out.append(("row", f"{r['id']} (claims table: claims.html#row-{r['id']})"))
+    return out
 
 
-def verdict_box(rows: Any) -> _Shown:
-    """The verdicts of one result as boxes: the status as colour and word, the claim, the paper's words it
-    tests and what it rests on (basis), measured against expected, why (for partly and not-reproduced),
-    the margin (decades), whether it is fragile, and the trials that would decide an inconclusive row.
+def _wrap(text: str, width: int = VERDICT_LINE, indent: str = "") -> list[str]:
+    import textwrap
 
-    ``rows``: a result of a registered experiment (judged here), or ledger rows (Claims or dicts).
+    return textwrap.wrap(text, width=width, subsequent_indent=indent, break_long_words=True, break_on_hyphens=False) or [""]
+
+
+def row_anchor(row_id: str) -> str:
+    """The id of a ledger row's line in the claims table ("What reproduces").
+
+    Examples
+    --------
+    >>> row_anchor("A-prop3.1-bound")
+    'row-A-prop3.1-bound'
+    """
+    return f"row-{row_id}"
+
+
+def verdict_box(rows: Any, only: Sequence[str] | None = None, skip: Sequence[str] | None = None,
+                claims_page: str = "claims.html") -> _Shown:
+    """The verdicts of one result, one box per claim: the status word, then one sentence of what was
+    measured against what the paper says (:func:`verdict_sentence`), why in words where a claim is not
+    simply reproduced, and the claim's id and full record folded beneath (with a link to its row in the
+    claims table, ``claims_page#row-<id>``).
+
+    ``rows``: a result of a registered experiment (judged here), or ledger rows (Claims or dicts);
+    ``only`` / ``skip``: the ids to show / to leave out (a section shows the claims it discusses).
 
     Examples
     --------
@@ -561,36 +884,72 @@ def verdict_box(rows: Any) -> _Shown:
     ...                    verdict=ledger.verdict(0.5, 1.0), measured=0.5, expected="<= 1", tolerance=1.0)
     >>> box = verdict_box([row])
     >>> print(box)
-    reproduced      X-1 (Prop. 3.1; the paper states): measured 0.5 vs expected <= 1; tolerance 1.0; margin 0.3 decades
-    >>> 'class="verdict verdict-ok"' in box._repr_html_(), "W2 stays below" in box._repr_html_()
-    (True, True)
+    reproduced: Measured 0.5; the paper says ≤ 1.
+      X-1 (Prop. 3.1)
+    >>> 'class="verdict verdict-ok"' in box._repr_html_(), "W2 stays below" in box._repr_html_(), "#row-X-1" in box._repr_html_()
+    (True, True, True)
+    >>> print(verdict_box([row], skip=["X-1"]))
+    <BLANKLINE>
     """
     from .registry import judge
 
     if isinstance(rows, Mapping) and "experiment" in rows:
         rows = judge(rows)
     rows = [r.as_dict() if hasattr(r, "as_dict") else dict(r) for r in rows]
+    rows = [r for r in rows if (only is None or r["id"] in only) and (skip is None or r["id"] not in skip)]
     html_rows, text_rows = [], []
     for r in rows:
-        detail = _detail(r)
-        basis = BASIS_WORDS.get(r.get("basis") or "", "")
-        head = f"{r['where']}; {basis}" if basis else r["where"]
-        text_rows.append(f"{r['status']:<15} {r['id']} ({head}): {detail}" + (f"\n{'':<15} why: {r['why']}" if r.get("why") else ""))
-        edge = ('<span class="verdict-edge" title="the status changes with the tolerance x 0.8 or x 1.25, or at the level '
-                '0.01 or 0.10">fragile</span>' if at_edge(r) else "")
-        quote = ""
-        if r.get("quote"):
-            src = " (recovered in the notes on the paper)" if r.get("source") else ""
-            quote = (f'<span class="verdict-quote"><span class="verdict-basis">{_esc(basis)}{_esc(src)}:</span> '
-                     f'&ldquo;{quote_html(r["quote"])}&rdquo;</span>')
-        why = f'<span class="verdict-why">{_esc(r["why"])}</span>' if r.get("why") else ""
+        sentence = verdict_sentence(r)
+        why = _why_words(r)
+        text_rows.append(f"{r['status']}: {sentence}" + (f"\n  why: {why}" if why else "") + f"\n  {r['id']} ({r['where']})")
+        edge = ' <span class="verdict-edge" title="the status changes with the tolerance x 0.8 or x 1.25, or at the level 0.01 or 0.10">fragile</span>' if at_edge(r) else ""
+        fields = []
+        for field, words in _record(r):
+            if field == "claim":
+                value = statement_html(words)
+            elif field.startswith(("the paper states", "our derivation", "our reading", "the paper's words")):
+                value = f"&ldquo;{quote_html(words)}&rdquo;"
+            elif field == "row":
+                value = (f'<code>{_esc(r["id"])}</code> (<a href="{_esc(claims_page)}#{_esc(row_anchor(r["id"]))}">'
+                         'its row in the claims table</a>)')
+            else:
+                value = _esc(words)
+            fields.append(f"<dt>{_esc(field)}</dt><dd>{value}</dd>")
+        why_html = f'<span class="verdict-why">{_esc(why)}</span>' if why else ""
         html_rows.append(
-            f'<div class="verdict verdict-{STATUS_CLASSES.get(r["status"], "na")}">'
-            f'<span class="verdict-status">{_esc(r["status"])}{edge}</span>'
-            f'<span class="verdict-claim"><b>{_esc(r["where"])}</b>: {statement_html(r["statement"])}</span>'
-            f'{quote}<span class="verdict-numbers">{_esc(detail)}</span>{why}'
-            f'<span class="verdict-id">{_esc(r["id"])}</span></div>')
+            f'<div class="verdict verdict-{STATUS_CLASSES.get(r["status"], "na")}" id="verdict-{_esc(r["id"])}">'
+            f'<span class="verdict-status">{_esc(r["status"])}</span>'
+            f'<span class="verdict-line">{_esc(sentence)}{edge}</span>{why_html}'
+            f'<details class="verdict-record"><summary>{_esc(r["where"])}: the claim and its full record</summary>'
+            f'<dl>{"".join(fields)}</dl></details></div>')
     return _Shown('<div class="verdicts">' + "".join(html_rows) + "</div>", "\n".join(text_rows))
+
+
+def verdict_record_text(r: Mapping[str, Any]) -> str:
+    """A ledger row's box as plain text, every line at most :data:`VERDICT_LINE` characters: the status
+    and sentence, why, and the folded record (what :func:`verdict_box` shows, for checks and print).
+
+    Examples
+    --------
+    >>> print(verdict_record_text({"id": "X-1", "where": "Sec. 2", "statement": "s", "status": "partly",
+    ...                            "measured": {"a_b": 1.23456}, "expected": "> 1", "why": "a fails"}))
+    partly: Measured a b 1.23; expected > 1.
+    why: A fails
+    claim: s
+    where: Sec. 2
+    measured: a b 1.23
+    expected: > 1
+    why: a fails
+    row: X-1 (claims table: claims.html#row-X-1)
+    """
+    r = dict(r)
+    lines = _wrap(f"{r['status']}: {verdict_sentence(r)}")
+    why = _why_words(r)
+    if why:
+        lines += _wrap(f"why: {why}")
+    for field, words in _record(r):
+        lines += _wrap(f"{field}: {words}", indent="  ")
+    return "\n".join(lines)
 
 
 def numbers_table(values: Mapping[str, Any], sig: int = 3) -> _Shown:
@@ -640,12 +999,35 @@ def ledger_table(rows: Any, link: Callable[[Mapping[str, Any]], str] | None = No
         if link is not None:
             where = f'<a href="{_esc(link(r))}">{where}</a>'
         edge = ' <span class="verdict-edge">fragile</span>' if at_edge(r) else ""
-        body.append(f'<tr><td>{where}</td><td><span class="status status-{STATUS_CLASSES.get(r["status"], "na")}">'
+        body.append(f'<tr id="{_esc(row_anchor(r["id"]))}"><td>{where}</td><td><span class="status status-{STATUS_CLASSES.get(r["status"], "na")}">'
                     f'{_esc(r["status"])}</span>{edge}</td><td>{statement_html(r["statement"])}</td>'
-                    f'<td>{_esc(_text(r["measured"]))}</td><td>{_esc(_text(r["expected"]))}</td></tr>')
+                    f'<td>{_esc(humanize(r["measured"]))}</td><td>{_esc(humanize(r["expected"]))}</td></tr>')
     html = ('<table class="ledger"><thead><tr><th>result</th><th>status</th><th>claim</th><th>measured</th>'
             '<th>expected</th></tr></thead><tbody>' + "".join(body) + "</tbody></table>")
     return _Shown(html, text)
+
+
+def ledger_list(rows: Any, claims_page: str = "claims.html") -> _Shown:
+    """A chapter's claims as a short list, one line each: the status, the result linked to its section,
+    and its row in the claims table (which holds the numbers).
+
+    Examples
+    --------
+    >>> rows = [{"id": "X-1", "where": "Prop. 3.1", "status": "partly", "experiment": "e", "chapter": "c", "fragile": True}]
+    >>> print(ledger_list(rows))
+    partly (fragile): Prop. 3.1 (X-1)
+    >>> 'href="#sec-e"' in ledger_list(rows)._repr_html_(), 'href="claims.html#row-X-1"' in ledger_list(rows)._repr_html_()
+    (True, True)
+    """
+    rows = [r.as_dict() if hasattr(r, "as_dict") else dict(r) for r in rows]
+    text = "\n".join(f"{r['status']}{' (fragile)' if at_edge(r) else ''}: {r['where']} ({r['id']})" for r in rows)
+    items = "".join(
+        f'<li><span class="status status-{STATUS_CLASSES.get(r["status"], "na")}">{_esc(r["status"])}</span>'
+        + (' <span class="verdict-edge">fragile</span>' if at_edge(r) else "")
+        + f' <a href="{_esc(section_link(r))}">{_esc(r["where"])}</a>'
+        f' &middot; <a class="ledger-row-link" href="{_esc(claims_page)}#{_esc(row_anchor(r["id"]))}">row</a></li>'
+        for r in rows)
+    return _Shown(f'<ul class="ledger-list">{items}</ul>', text)
 
 
 def book_figures() -> None:
@@ -718,18 +1100,39 @@ def section_link(row: Mapping[str, Any], page: str | None = None) -> str:
     return anchor if page in (None, row.get("chapter")) else f"{row['chapter']}.html{anchor}"
 
 
+_SECTION = re.compile(r"\b(?:Sec|Section|App|Appendix)\.?\s*([A-Z]|\d+)((?:\.\d+)*)")
+_RESULT = re.compile(r"\b([A-Z]|\d+)((?:\.\d+)+)\b|\b(?:Fig|Figure|Thm|Theorem|Prop|Lemma|Cor|Rem|Remark|Conj|eq)\.?\s*\(?([A-Z]?\d+)((?:\.\d+)*)")
+
+
+def _numbers(head: str, tail: str) -> tuple:
+    """``"4", ".1.2"`` as (4, 1, 2); an appendix letter after every numbered section (``"C"`` -> 1003)."""
+    first = int(head) if head.isdigit() else 1000 + ord(head) - ord("A")
+    return (first, *(int(x) for x in tail.split(".") if x))
+
+
 def paper_order(row: Mapping[str, Any]) -> tuple:
-    """Sort key of a ledger row in the papers' own order: paper, then the numbers of its section or
-    result (``"Sec. 4.1"`` before ``"Sec. 4.10"``).
+    """Sort key of a ledger row in the papers' own order: paper, then the section it is in (``Sec.``/``App.``
+    named, or the numbering of its result: Proposition 3.1 is in Section 3, Lemma C.12 in Appendix C, the
+    appendices after the numbered sections), then the result's number; rows whose place names no number
+    come last, in the order given.
 
     Examples
     --------
-    >>> rows = [{"paper": "A", "where": "Sec. 4.10"}, {"paper": "A", "where": "Sec. 4.2"}, {"paper": "A", "where": "App. C"}]
+    >>> rows = [{"paper": "A", "where": w} for w in ("Lemma C.12", "Sec. 4.10", "Prop. 3.1, eq. (14)",
+    ...         "Sec. 4.2, Fig. 6", "Sec. 4.2, Fig. 5", "official notebook", "App. C.3", "Thm 4.2 (20)")]
     >>> [r["where"] for r in sorted(rows, key=paper_order)]
-    ['App. C', 'Sec. 4.2', 'Sec. 4.10']
+    ['Prop. 3.1, eq. (14)', 'Thm 4.2 (20)', 'Sec. 4.2, Fig. 5', 'Sec. 4.2, Fig. 6', 'Sec. 4.10', 'Lemma C.12', 'App. C.3', 'official notebook']
     """
-    parts = re.split(r"(\d+)", str(row["where"]))
-    return (row["paper"], [(0, int(x), "") if x.isdigit() else (1, 0, x.lower()) for x in parts if x])
+    where = str(row["where"])
+    sec = _SECTION.search(where)
+    results = [m for m in _RESULT.finditer(where) if not (sec and m.start() < sec.end() and m.end() > sec.start())]
+    res = results[0] if results else None
+    res_key = () if res is None else _numbers(res.group(1) or res.group(3), res.group(2) or res.group(4) or "")
+    if sec is not None:
+        return (row["paper"], 0, _numbers(sec.group(1), sec.group(2)), res_key)
+    if res is not None:
+        return (row["paper"], 0, res_key[:1] if len(res_key) > 1 else (), res_key)
+    return (row["paper"], 1, (), ())
 
 
 def _plain(v: Any) -> str:
@@ -749,7 +1152,7 @@ def claims_frame(rows: Sequence[Mapping[str, Any]], page: str = "claims") -> tup
     ...        "measured": 0.5, "expected": "<= 1", "id": "X-1", "chapter": "stability", "experiment": "stability-prop31"}
     >>> frame, text = claims_frame([row])
     >>> print(text)
-    A | Prop. 3.1 | reproduced | paper | X-1 | 0.5 | <= 1
+    A | Prop. 3.1 | reproduced | paper | X-1 | 0.5 | ≤ 1
     >>> list(frame.columns)  # the basis is written under the status
     ['paper', 'result', 'status', 'claim', 'measured', 'expected']
     """
@@ -758,17 +1161,17 @@ def claims_frame(rows: Sequence[Mapping[str, Any]], page: str = "claims") -> tup
     ordered = sorted(rows, key=paper_order)
     frame = pd.DataFrame({
         "paper": [r["paper"] for r in ordered],
-        "result": [f'<a id="row-{_esc(r["id"])}" href="{section_link(r, page=page)}">{_esc(r["where"])}</a>' for r in ordered],
+        "result": [f'<a id="{_esc(row_anchor(r["id"]))}" href="{section_link(r, page=page)}">{_esc(r["where"])}</a>' for r in ordered],
         "status": [f'<span class="status status-{STATUS_CLASSES.get(r["status"], "na")}">{r["status"]}</span>'
                    + (' <span class="verdict-edge">fragile</span>' if at_edge(r) else "")
                    + (f'<br><small>{_esc(BASIS_WORDS.get(r.get("basis") or "", ""))}</small>' if r.get("basis") else "")
                    for r in ordered],
         "claim": [statement_html(r["statement"]) for r in ordered],
-        "measured": [_esc(_plain(r["measured"])) for r in ordered],
-        "expected": [_esc(_plain(r["expected"])) for r in ordered],
+        "measured": [_esc(humanize(r["measured"], names=_names(r))) for r in ordered],
+        "expected": [_esc(humanize(r["expected"])) if _names(r) is None else "named with each measured value" for r in ordered],
     })
     text = "\n".join(f"{r['paper']} | {r['where']} | {r['status']}{' (fragile)' if at_edge(r) else ''} | "
-                     f"{r.get('basis') or ''} | {r['id']} | {_plain(r['measured'])} | {_plain(r['expected'])}" for r in ordered)
+                     f"{r.get('basis') or ''} | {r['id']} | {humanize(r['measured'], names=_names(r))} | {humanize(r['expected'])}" for r in ordered)
     return frame, text
 
 
