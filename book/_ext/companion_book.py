@@ -107,10 +107,119 @@ def _offer_executed_notebook(app, pagename: str, templatename: str, context: dic
     context["ipynb_source"] = pagename + ".ipynb"
 
 
+_FOLD = re.compile(r"<(/?)details\b[^>]*>", re.I)
+_IMG_SRC = re.compile(r"<img\b([^>]*?)\ssrc=\"([^\"]+)\"", re.I)
+
+
+def defer_folded_images(body: str) -> str:
+    """Images inside a folded block (``<details>``: a hidden cell, the CI check) load only when it is
+    unfolded: their ``src`` becomes ``data-src``, which ``_static/companion-fold.js`` restores on the
+    block's ``toggle`` event (and before printing). Images outside folds are left as they are.
+
+    >>> print(defer_folded_images('<img src="a.png"><details><summary>s</summary><img alt="x" src="b.png"></details>'))
+    <img src="a.png"><details><summary>s</summary><img alt="x" data-src="b.png" loading="lazy"></details>
+    """
+    out, depth, pos = [], 0, 0
+    for m in _FOLD.finditer(body):
+        chunk = body[pos:m.start()]
+        out.append(_IMG_SRC.sub(lambda i: f'<img{i.group(1)} data-src="{i.group(2)}" loading="lazy"', chunk) if depth else chunk)
+        out.append(m.group(0))
+        depth = max(depth - 1, 0) if m.group(1) else depth + 1
+        pos = m.end()
+    out.append(body[pos:])
+    return "".join(out)
+
+
+def _defer_folded(app, pagename: str, templatename: str, context: dict, doctree) -> None:
+    if isinstance(context.get("body"), str) and "<details" in context["body"]:
+        context["body"] = defer_folded_images(context["body"])
+
+
+# Figures numbered per paper, not across the book (issue 48): paper C's second figure is "Fig. C.2", not
+# "Fig. 48". A paper's chapters share its letter and count on (paper A's three chapters: A.1, A.2, ...);
+# the other chapters have their own letter. Pages not listed keep Sphinx's number.
+FIGURE_PREFIX = {
+    "chapters/introduction": "I",
+    "chapters/stability": "A", "chapters/phase_transitions": "A", "chapters/llm_probes": "A",
+    "chapters/low_temperature": "B", "chapters/spectral_selection": "C", "chapters/metastable": "D",
+    "chapters/your_own_dynamics": "T", "chapters/beyond": "E", "chapters/claims": "R", "chapters/status": "S",
+}
+_NUMBERED = re.compile(r'(<span class="(?:caption-number|std std-numref)">)Fig\. (\d+)(\s?)(</span>)')
+
+
+def figure_labels(numbers: dict[str, list[int]], order: list[str], prefix: dict[str, str] = FIGURE_PREFIX) -> dict[int, str]:
+    """Sphinx's book-wide figure numbers -> per-paper labels, from each page's numbers (``numbers``) in
+    the reading order of the pages (``order``).
+
+    >>> figure_labels({"chapters/stability": [3, 4], "chapters/phase_transitions": [5], "chapters/metastable": [9], "x": [7]},
+    ...               ["x", "chapters/stability", "chapters/phase_transitions", "chapters/metastable"])
+    {3: 'A.1', 4: 'A.2', 5: 'A.3', 9: 'D.1'}
+    """
+    labels, count = {}, {}
+    for doc in order:
+        letter = prefix.get(doc)
+        if not letter:
+            continue
+        for n in sorted(numbers.get(doc, [])):
+            count[letter] = count.get(letter, 0) + 1
+            labels[n] = f"{letter}.{count[letter]}"
+    return labels
+
+
+def relabel_figures(html: str, labels: dict[int, str]) -> str:
+    """Captions and {numref} links of ``html`` with their per-paper labels (numbers not in ``labels`` kept).
+
+    >>> relabel_figures('<span class="caption-number">Fig. 48 </span> see <span class="std std-numref">Fig. 48</span>, paper Fig. 2', {48: "C.2"})
+    '<span class="caption-number">Fig. C.2 </span> see <span class="std std-numref">Fig. C.2</span>, paper Fig. 2'
+    """
+    return _NUMBERED.sub(lambda m: f"{m.group(1)}Fig. {labels.get(int(m.group(2)), m.group(2))}{m.group(3)}{m.group(4)}", html)
+
+
+def _relabel_built_figures(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    env = app.env
+    numbers = {doc: [v[0] for v in figs.get("figure", {}).values() if v] for doc, figs in env.toc_fignumbers.items()}
+    order = [app.config.root_doc] + [d for d in env.toctree_includes.get(app.config.root_doc, [])]
+    seen = set(order)
+    for doc in list(order):  # the toctree below each part, in reading order
+        for child in env.toctree_includes.get(doc, []):
+            if child not in seen:
+                order.append(child)
+                seen.add(child)
+    order += sorted(set(numbers) - seen)
+    labels = figure_labels(numbers, order)
+    if not labels:
+        return
+    for doc in sorted(env.found_docs):  # a link to a figure may be on any page
+        path = Path(app.outdir, *doc.split("/")).with_suffix(".html")
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            new = relabel_figures(text, labels)
+            if new != text:
+                path.write_text(new, encoding="utf-8")
+
+
+def _trim_icon_script(app, exception) -> None:
+    """The theme ships Font Awesome twice: its stylesheet maps every ``fa-*`` class to the webfont, and
+    ``scripts/fontawesome.js`` (1.5 MB, 0.54 MB gzipped, on every page) redraws the same icons as SVG.
+    The webfont alone draws them; the script is replaced by a stub (issue 48: a page's first visit)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    script = Path(app.outdir, "_static", "scripts", "fontawesome.js")
+    if script.is_file() and script.stat().st_size > 10_000:
+        script.write_text("/* Font Awesome's SVG script left out: the theme's stylesheet and webfont draw the icons "
+                          "(book/_ext/companion_book.py). */\n", encoding="utf-8")
+        Path(str(script) + ".map").unlink(missing_ok=True)
+
+
 def setup(app) -> dict[str, Any]:
     app.add_config_value("companion_summary_docs", ["chapters/claims", "chapters/status"], "env")
     app.connect("env-get-outdated", _outdated)
     app.connect("env-before-read-docs", _order)
     app.connect("autodoc-process-docstring", _escape_docstring, priority=400)  # before numpydoc (500)
     app.connect("html-page-context", _offer_executed_notebook, priority=500)  # before the theme's menu (501)
+    app.connect("html-page-context", _defer_folded, priority=400)
+    app.connect("build-finished", _relabel_built_figures)
+    app.connect("build-finished", _trim_icon_script)
     return {"parallel_read_safe": False, "parallel_write_safe": True, "version": "1"}
