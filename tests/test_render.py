@@ -71,6 +71,7 @@ def _expectations(slug: str) -> tuple[int, bool]:
     figures = sum(
         1 for c in nb["cells"] if c["cell_type"] == "code"
         for o in c.get("outputs", []) if "image/png" in o.get("data", {})
+        and "text/html" not in o["data"]  # a video (companion.animate): its poster PNG is for print
     )
     markdown = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     return figures, bool(MATH.search(markdown))

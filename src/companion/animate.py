@@ -4,18 +4,16 @@ Five runs whose result is a motion are drawn frame by frame with matplotlib and 
 :class:`matplotlib.animation.FFMpegWriter` with the ffmpeg binary of the ``imageio-ffmpeg`` package
 (H.264, yuv420p, ``+faststart``, at most :attr:`AnimationConfig.max_bytes`):
 
-========================  ==============================  ===========================================
-name                      stored run (``data/results``)   what moves
-========================  ==============================  ===========================================
-``hero``                  ``metastable-official``         300 of 20,000 tokens on the circle, beta = 5
-``metastable-official``   ``metastable-official``         both official runs, predicted angles, counts
-``lowtemp-figure3``       ``lowtemp-figure3``             a cursor along paper B's two time scales
-``spectral-rho-min``      ``spectral-rho-min``            200 trials' rho_min: consensus or polarised
-``phase-depth-transition````phase-depth-transition``      20 tokens leave the base clusters (paper A)
-========================  ==============================  ===========================================
+* ``hero``: 300 of the 20,000 tokens of ``metastable-official`` (paper D) on the circle at beta = 5;
+* ``metastable-official``: both official runs, with the predicted angles and a cluster counter;
+* ``lowtemp-figure3``: a cursor along paper B's two time scales;
+* ``spectral-rho-min``: 200 trials' rho_min at three temperatures, consensus against polarisation
+  (paper C);
+* ``phase-depth-transition``: 20 tokens leaving the base clusters (paper A, Theorem 4.6).
 
-Only saved states are drawn: no frame is interpolated between two saves (a saved state may be held
-for several frames, :func:`timeline`). The stored runs of tokens on :math:`S^2`
+Only saved states are drawn: no token's position is interpolated between two saves (a saved state
+may be held for several frames, :func:`timeline`; the cursor of ``lowtemp-figure3`` runs along the
+drawn lines). The stored runs of tokens on :math:`S^2`
 (``intro-clustering``, ``lowtemp-figure3``, ``spectral-cone-bound``) keep 3 to 5 snapshots, too few
 for motion, so the hero is the densest stored run of tokens on a sphere: paper D's official run on
 the circle (61 saves).
@@ -114,7 +112,14 @@ class AnimationConfig:
 @dataclass
 class Drawing:
     """A figure and how to draw its frames: ``update(k)`` draws frame ``k`` of ``frames``;
-    ``poster`` is the frame saved as the still (the video's poster and the printed figure)."""
+    ``poster`` is the frame saved as the still (the video's poster and the printed figure).
+
+    Examples
+    --------
+    >>> d = draw_plane(np.arange(3.0), np.zeros((3, 2, 2)), [[0.0, 0.0]], 0.5)
+    >>> isinstance(d, Drawing), d.frames, d.poster
+    (True, 3, 2)
+    """
 
     fig: Any
     update: Callable[[int], None]
@@ -605,7 +610,15 @@ def encode(drawing: Drawing, path: Path | str, cfg: AnimationConfig = AnimationC
 
 def save_poster(drawing: Drawing, path: Path | str, cfg: AnimationConfig = AnimationConfig()) -> Path:
     """Draw the poster frame of ``drawing`` and save it as a PNG without a timestamp (the still
-    frame of the video, and the figure of the printed book)."""
+    frame of the video, and the figure of the printed book).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = draw_plane(np.arange(3.0), np.zeros((3, 2, 2)), [[0.0, 0.0]], 0.5)
+    >>> save_poster(d, Path(tempfile.mkdtemp()) / "p.png").read_bytes()[:4]
+    b'\x89PNG'
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     drawing.update(drawing.poster)
@@ -619,7 +632,14 @@ def save_poster(drawing: Drawing, path: Path | str, cfg: AnimationConfig = Anima
 @dataclass(frozen=True)
 class Spec:
     """One animation of the book: the stored run it draws (``experiment``'s full profile), how
-    (``draw(result, cfg) -> Drawing``) and the words for a reader who cannot see it (``alt``)."""
+    (``draw(result, cfg) -> Drawing``) and the words for a reader who cannot see it (``alt``).
+
+    Examples
+    --------
+    >>> spec = ANIMATIONS["phase-depth-transition"]
+    >>> spec.experiment, spec.cfg.pixels
+    ('phase-depth-transition', (720, 576))
+    """
 
     name: str
     experiment: str
@@ -680,7 +700,13 @@ ANIMATIONS: dict[str, Spec] = {s.name: s for s in (
 
 
 def animations_dir(root: Path | str | None = None) -> Path:
-    """``book/_static/animations`` of the repository (or of ``root``), where the videos are kept."""
+    """``book/_static/animations`` of the repository (or of ``root``), where the videos are kept.
+
+    Examples
+    --------
+    >>> animations_dir("/tmp/clone").as_posix()
+    '/tmp/clone/book/_static/animations'
+    """
     from .provenance import repo_root
 
     return (Path(root) if root is not None else repo_root()) / "book" / "_static" / "animations"
@@ -721,6 +747,16 @@ def render(name: str, root: Path | str | None = None, out: Path | str | None = N
 
     The stored result is read through the verified loader (:func:`companion.store.load_run`). The
     manifest (``<name>.json``) records the key, the frames, the size and the render time.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp())
+    >>> m = render("phase-depth-transition", out=out)
+    >>> m["frames"], m["pixels"], sorted(p.name for p in out.iterdir())
+    (101, [720, 576], ['phase-depth-transition.json', 'phase-depth-transition.mp4', 'phase-depth-transition.png'])
+    >>> render("phase-depth-transition", out=out) == m  # the key matched: nothing rendered
+    True
     """
     from .store import load_run
 
@@ -790,14 +826,27 @@ class Video:
 
 def show(name: str, root: Path | str | None = None, src: str = "../_static/animations/") -> Video:
     """The animation ``name`` for a chapter cell: rendered if its key changed (:func:`render`), shown
-    as a :class:`Video` whose files the book serves from ``src`` (relative to the page)."""
+    as a :class:`Video` whose files the book serves from ``src`` (relative to the page).
+
+    Examples
+    --------
+    >>> repr(show("phase-depth-transition")).split(":")[0]
+    'Animation "phase-depth-transition" (video, 101 frames at 12 fps, 8.4 s)'
+    """
     manifest = render(name, root)
     return Video(name, ANIMATIONS[name].alt, manifest, src, animations_dir(root))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m companion.animate [--force] [NAME ...]``: render the book's animations whose key
-    changed (all, or the names given) and print one line each."""
+    changed (all, or the names given) and print one line each.
+
+    Examples
+    --------
+    >>> main(["phase-depth-transition"])
+    phase-depth-transition: phase-depth-transition, 101 frames, ... kB, rendered in ... s
+    0
+    """
     import sys
 
     args = list(sys.argv[1:] if argv is None else argv)
