@@ -648,14 +648,31 @@ class Spec:
     cfg: AnimationConfig = field(default_factory=AnimationConfig)
 
 
+def _forming(counts: Any, before: int = 2) -> int:
+    """The save ``before`` saves ahead of the one where ``counts: (saves,)`` first reaches its final
+    value: clusters seen while the last tokens still gather (the poster of a circle run).
+
+    Examples
+    --------
+    >>> _forming([0, 0, 1, 2, 3, 3, 3])
+    2
+    """
+    c = np.asarray(counts)
+    return max(int(np.argmax(c == c[-1])) - int(before), 0)
+
+
 def _hero(r: Mapping[str, Any], cfg: AnimationConfig) -> Drawing:
     run = r["runs"][0]
-    return draw_circle_runs([{k: run[k] for k in ("traj", "ts", "beta", "counts", "centres")}], cfg,
-                            predicted=False, hold=2, size=24.0)
+    d = draw_circle_runs([{k: run[k] for k in ("traj", "ts", "beta", "counts", "centres")}], cfg,
+                         predicted=False, hold=2, size=24.0)
+    d.poster = 2 * _forming(run["counts"])
+    return d
 
 
 def _official(r: Mapping[str, Any], cfg: AnimationConfig) -> Drawing:
-    return draw_circle_runs(list(r["runs"]), cfg, predicted=True, hold=2)
+    d = draw_circle_runs(list(r["runs"]), cfg, predicted=True, hold=2)
+    d.poster = 2 * _forming(r["runs"][0]["counts"])
+    return d
 
 
 def _figure3(r: Mapping[str, Any], cfg: AnimationConfig) -> Drawing:
@@ -675,7 +692,10 @@ def _depth(r: Mapping[str, Any], cfg: AnimationConfig) -> Drawing:
     exit_time = float(np.asarray(r["exit_a"])[0])
     segments = [(0, 8, 9, 3), (8, exit_time - 2, 12, 1), (exit_time - 2, exit_time + 8, 11, 4),
                 (exit_time + 8, float(c["t_end"]), 24, 1)]
-    return draw_plane(ts, path, r["clusters0"], 2 * float(c["delta"]), cfg, segments=segments, exit_time=exit_time)
+    d = draw_plane(ts, path, r["clusters0"], 2 * float(c["delta"]), cfg, segments=segments, exit_time=exit_time)
+    shown = ts[timeline(ts, segments)]
+    d.poster = int(np.argmax(shown >= exit_time + 1.0))  # the exit under way, with its trail
+    return d
 
 
 ANIMATIONS: dict[str, Spec] = {s.name: s for s in (
