@@ -40,6 +40,11 @@ export PYTHONHASHSEED := 0
 # it every step's tensors are page-faulted in again (a quarter of a chapter's time spent in the kernel).
 export MALLOC_MMAP_THRESHOLD_ := 1073741824
 export MALLOC_TRIM_THRESHOLD_ := 1073741824
+# OpenMP threads (torch's, numba's) that wait sleep instead of spinning: beside other work on the
+# cores a spinning thread burns the time slice its partner needs. The LLM chapter with two CPU-bound
+# processes beside it executed in 203 s passive and did not finish in 900 s spinning (2026-12-07,
+# bench/results/README.md, "Build and test times"). An environment that sets it keeps its own.
+export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: help venv llm-assets mathjax chromium bench-deps toc book book-ref refresh test test-quick test-unit test-nbval test-render clean print-%
 
