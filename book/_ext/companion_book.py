@@ -130,9 +130,38 @@ def defer_folded_images(body: str) -> str:
     return "".join(out)
 
 
+_IMG_SHOWN = re.compile(r"<img\b(?![^>]*\b(?:loading|data-src)=)([^>]*?)\ssrc=\"([^\"]+)\"([^>]*)>", re.I)
+EAGER_IMAGES = 2  # the first figures of a page load with it
+
+
+def lazy_images(body: str, eager: int = EAGER_IMAGES) -> str:
+    """Images after the first ``eager`` of a page load when the reader scrolls near them: their ``src``
+    becomes ``data-src`` (``_static/companion-fold.js`` restores it within 1,500 px of the screen, and
+    all of them before printing; ``loading="lazy"`` as well), with the image itself in a ``<noscript>``
+    for a reader without scripts. A chapter's first visit fetches the figures of its first screens.
+
+    >>> print(lazy_images('<img src="a.png"><img alt="b" src="b.png" style="w">', eager=1))
+    <img src="a.png"><img alt="b" data-src="b.png" style="w" loading="lazy" class="companion-lazy"><noscript><img alt="b" src="b.png" style="w"></noscript>
+    """
+    seen = [0]
+
+    def swap(m: re.Match) -> str:
+        if "animations/" in m.group(2):  # a video's still frame (companion.animate) is the video's business
+            return m.group(0)
+        seen[0] += 1
+        if seen[0] <= eager:
+            return m.group(0)
+        head, src, tail = m.group(1), m.group(2), m.group(3).rstrip("/ ").rstrip()
+        return (f'<img{head} data-src="{src}"{tail} loading="lazy" class="companion-lazy">'
+                f"<noscript>{m.group(0)}</noscript>")
+
+    return _IMG_SHOWN.sub(swap, body)
+
+
 def _defer_folded(app, pagename: str, templatename: str, context: dict, doctree) -> None:
-    if isinstance(context.get("body"), str) and "<details" in context["body"]:
-        context["body"] = defer_folded_images(context["body"])
+    if isinstance(context.get("body"), str):
+        body = defer_folded_images(context["body"]) if "<details" in context["body"] else context["body"]
+        context["body"] = lazy_images(body)
 
 
 # Figures numbered per paper, not across the book (issue 48): paper C's second figure is "Fig. C.2", not
