@@ -912,10 +912,10 @@ def verdict_box(rows: Any, only: Sequence[str] | None = None, skip: Sequence[str
             elif field == "row":
                 value = (f'<code>{_esc(r["id"])}</code> (<a href="{_esc(claims_page)}#{_esc(row_anchor(r["id"]))}">'
                          'its row in the claims table</a>)')
-            else:
-                value = _esc(words)
+            else:  # the ledger's words may carry the papers' TeX: typeset, or shown as the copy's text
+                value = quote_html(words)
             fields.append(f"<dt>{_esc(field)}</dt><dd>{value}</dd>")
-        why_html = f'<span class="verdict-why">{_esc(why)}</span>' if why else ""
+        why_html = f'<span class="verdict-why">{quote_html(why)}</span>' if why else ""
         html_rows.append(
             f'<div class="verdict verdict-{STATUS_CLASSES.get(r["status"], "na")}" id="verdict-{_esc(r["id"])}">'
             f'<span class="verdict-status">{_esc(r["status"])}</span>'
