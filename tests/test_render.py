@@ -368,3 +368,235 @@ def test_tutorial_code_rule_can_fail():
                         ({**page, "overflow": [{**code, "code": False}]}, True),   # printed output scrolling
                         ({**page, "overflow": [code]}, False)):                     # not a tutorial
         assert "wider than the column" in " ".join(_reader_problems("t", m, False, tutorial=tutorial)), (m, tutorial)
+
+
+# --------------------------------------------------------------------------- issue 48: fit, contrast, weight
+# Each check runs a script in a copy of the built page (as _metrics does) and reads what it wrote into the
+# DOM; the dark theme is the theme's own, chosen as a reader's toggle would (localStorage "mode").
+DARK = '<script>localStorage.setItem("mode", "dark"); localStorage.setItem("theme", "dark");</script>'
+PROBE = r"""
+<script>
+(function () {
+  function run() {
+    const out = {};
+    try { out.value = (%s)(); } catch (e) { out.error = String(e); }
+    document.body.setAttribute("data-companion-probe", JSON.stringify(out));
+    if (window.parent !== window) window.parent.postMessage(JSON.stringify(out), "*");
+  }
+  window.addEventListener("load", function () {
+    const ready = (window.MathJax && MathJax.startup && MathJax.startup.promise) || Promise.resolve();
+    ready.then(() => setTimeout(run, 300));
+  });
+})();
+</script>
+"""
+
+
+# Headless Chromium's window is never narrower than 500 px (--window-size=420,900 gives innerWidth 500), so
+# a phone's width is a frame of that width in a page of its own: the probe inside reports to the frame's page.
+FRAME = """<!DOCTYPE html><html><body style="margin:0"><iframe src="%s" width="%d" height="900" style="border:0"></iframe>
+<script>window.addEventListener("message", (e) => document.body.setAttribute("data-companion-probe", e.data));</script>
+</body></html>"""
+
+
+def _probe(chromium: str, page: Path, js: str, width: int, profile: Path, dark: bool = False):
+    """The value the JavaScript function expression ``js`` returns on ``page`` in a viewport ``width`` px
+    wide (a frame of that width below 500 px)."""
+    import html
+
+    probe = page.with_name(f".probe-{width}-{'dark' if dark else 'light'}-{page.name}")
+    frame = page.with_name(f".frame-{width}-{'dark' if dark else 'light'}-{page.name}")
+    text = page.read_text()
+    if dark:
+        text = text.replace("<head>", "<head>" + DARK, 1)
+    probe.write_text(text.replace("</body>", PROBE % js + "</body>", 1))
+    opened = probe
+    if width < 500:
+        frame.write_text(FRAME % (probe.name, width))
+        opened = frame
+    try:
+        out = subprocess.run([chromium, *FLAGS, f"--user-data-dir={profile}", f"--window-size={max(width, 500)},900", "--dump-dom",
+                              opened.as_uri()], capture_output=True, text=True, timeout=180)
+    finally:
+        probe.unlink(missing_ok=True)
+        frame.unlink(missing_ok=True)
+    assert out.returncode == 0, f"chromium failed on {page}: {out.stderr[-2000:]}"
+    m = re.search(r'data-companion-probe="([^"]*)"', out.stdout)
+    assert m, f"{page.name}: the probe did not run"
+    res = json.loads(html.unescape(m.group(1)))
+    assert "error" not in res, f"{page.name}: {res['error']}"
+    return res["value"]
+
+
+def _pages(html_dir: Path) -> list[Path]:
+    return [html_dir / "intro.html"] + [html_dir / "chapters" / f"{s}.html" for s in _slugs()]
+
+
+SCROLL_WIDTH = "() => ({inner: window.innerWidth, scroll: document.documentElement.scrollWidth, body: document.body.scrollWidth, wide: Array.from(document.querySelectorAll('article *')).filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest('.pst-scrollable-table-container, .dt-container, mjx-container, pre, .cell_input, details:not([open])')).slice(0, 3).map((e) => e.tagName.toLowerCase() + '.' + String(e.className).slice(0, 30) + ': ' + (e.textContent || '').trim().slice(0, 40))})"
+
+
+@pytest.mark.parametrize("slug", ["intro", *_slugs()])
+def test_no_page_wider_than_a_phone(slug, chromium, html_dir, tmp_path):
+    """At 420 px nothing makes the page scroll sideways (a long API link wraps; a wide table scrolls in
+    its own box)."""
+    page = html_dir / "intro.html" if slug == "intro" else html_dir / "chapters" / f"{slug}.html"
+    m = _probe(chromium, page, SCROLL_WIDTH, 420, tmp_path / "profile")
+    assert m["inner"] == 420, f"the viewport is {m['inner']} px, not 420"
+    assert m["scroll"] <= 420 and m["body"] <= 420, f"{slug}: {m['scroll']} px wide at 420 px: {m['wide']}"
+
+
+# WCAG 2 contrast of each element's text colour against the colour painted behind it (the first opaque
+# background up the tree, translucent ones blended over it), for the verdict boxes' words and table cells.
+CONTRAST = r"""() => {
+  function rgba(s) { const m = s.match(/[\d.]+/g) || [0, 0, 0, 0]; return [+m[0], +m[1], +m[2], m.length > 3 ? +m[3] : 1]; }
+  function parse(s) {
+    if (!s || s === "transparent") return [0, 0, 0, 0];
+    if (s.startsWith("color(srgb")) { const m = s.match(/[\d.]+/g); return [m[0] * 255, m[1] * 255, m[2] * 255, m.length > 3 ? +m[3] : 1]; }
+    return rgba(s);
+  }
+  function over(top, under) { const a = top[3]; return [0, 1, 2].map((i) => top[i] * a + under[i] * (1 - a)).concat([1]); }
+  function background(el) {
+    const layers = [];
+    for (let e = el; e; e = e.parentElement) {
+      const c = parse(getComputedStyle(e).backgroundColor);
+      if (c[3] > 0) { layers.push(c); if (c[3] >= 1) break; }
+    }
+    let bg = [255, 255, 255, 1];
+    if (layers.length && layers[layers.length - 1][3] >= 1) bg = layers.pop();
+    else bg = parse(getComputedStyle(document.documentElement).backgroundColor)[3] > 0 ? parse(getComputedStyle(document.documentElement).backgroundColor) : bg;
+    for (let i = layers.length - 1; i >= 0; i--) bg = over(layers[i], bg);
+    return bg;
+  }
+  function lum(c) { return 0.2126 * ch(c[0]) + 0.7152 * ch(c[1]) + 0.0722 * ch(c[2]); }
+  function ch(v) { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); }
+  const out = [];
+  const sel = ".verdict-status, .verdict-line, .verdict-why, .verdict-record > summary, .status, .verdict-edge, table.ledger-table td, table.table td, .pst-scrollable-table-container td, ul.ledger-list li";
+  document.querySelectorAll(sel).forEach((el) => {
+    const r = el.getBoundingClientRect();
+    if (!r.width || !r.height || el.closest("details:not([open])") && !el.matches(".verdict-record > summary")) return;
+    if (!(el.textContent || "").trim()) return;
+    const fg = parse(getComputedStyle(el).color), bg = background(el);
+    const text = over(fg, bg);
+    const [a, b] = [lum(text), lum(bg)].sort((x, y) => y - x);
+    out.push({what: el.tagName.toLowerCase() + "." + String(el.className).split(" ")[0], text: el.textContent.trim().slice(0, 30), ratio: (a + 0.05) / (b + 0.05)});
+  });
+  return out;
+}"""
+MIN_CONTRAST = 4.5
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+@pytest.mark.parametrize("slug", ["stability", "claims", "status"])
+def test_verdicts_and_tables_contrast(slug, dark, chromium, html_dir, tmp_path):
+    """Verdict words, their boxes and table cells read at 4.5 : 1 or more, in the light and the dark theme."""
+    found = _probe(chromium, html_dir / "chapters" / f"{slug}.html", CONTRAST, 1400, tmp_path / "profile", dark=dark)
+    assert found, f"{slug}: no verdict box or table cell measured"
+    low = sorted((f for f in found if f["ratio"] < MIN_CONTRAST), key=lambda f: f["ratio"])
+    assert not low, (f"{slug} ({'dark' if dark else 'light'}): {len(low)} of {len(found)} below {MIN_CONTRAST}: 1, lowest "
+                     + "; ".join(f"{f['what']} '{f['text']}' {f['ratio']:.2f}" for f in low[:4]))
+
+
+# The narrowest room a table cell leaves its longest word (canvas-measured in the cell's font): negative
+# where the word is cut or sticks out, as overflow-wrap: anywhere made the claims table do.
+COLUMNS = r"""() => {
+  const ctx = document.createElement("canvas").getContext("2d");
+  const out = [];
+  document.querySelectorAll("article table").forEach((t, ti) => {
+    t.querySelectorAll("th, td").forEach((cell) => {
+      const r = cell.getBoundingClientRect();
+      if (!r.width || cell.closest("details:not([open])")) return;
+      const cs = getComputedStyle(cell);
+      if (cs.display !== "table-cell") return;
+      ctx.font = cs.fontStyle + " " + cs.fontWeight + " " + cs.fontSize + " " + cs.fontFamily;
+      const room = cell.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+      const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      let longest = 0, word = "";
+      while (walker.nextNode()) {
+        const n = walker.currentNode;
+        if (n.parentElement.closest("mjx-container, code, input, select, .verdict-edge")) continue;
+        for (const w of n.textContent.split(/\s+/)) { const px = ctx.measureText(w).width; if (px > longest) { longest = px; word = w; } }
+      }
+      out.push({table: ti, word: word, room: room - longest, width: cell.clientWidth});
+    });
+  });
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("slug", ["intro", "claims", "status"])
+def test_no_column_narrower_than_its_longest_word(slug, chromium, html_dir, tmp_path):
+    """Every table cell (the scorecards, the claims table, Status's tables) is at least as wide as its
+    longest word at 1400 px: no header or number broken inside a word."""
+    page = html_dir / "intro.html" if slug == "intro" else html_dir / "chapters" / f"{slug}.html"
+    cells = _probe(chromium, page, COLUMNS, 1400, tmp_path / "profile")
+    assert cells, f"{slug}: no table measured"
+    starved = sorted((c for c in cells if c["room"] < -1), key=lambda c: c["room"])
+    assert not starved, f"{slug}: {len(starved)} cells narrower than their longest word, e.g. " + "; ".join(
+        f"'{c['word']}' in {c['width']} px" for c in starved[:4])
+
+
+FIRST_VISIT_BUDGET = 1_500_000  # bytes, gzipped as a server would send them; animations (video) excepted
+RESOURCES = "() => performance.getEntriesByType('resource').map((e) => e.name).concat([location.href])"
+
+
+def _serve(root: Path):
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *a, **k: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def first_visit_bytes(chromium: str, html_dir: Path, rel: str, profile: Path) -> dict[str, int]:
+    """What a first visit of ``rel`` fetches (the Performance API's list, the page loaded over HTTP with a
+    fresh profile), each file's bytes gzipped as a server compresses text (images as they are)."""
+    import gzip
+    from urllib.parse import unquote, urlparse
+
+    server = _serve(html_dir)
+    page = html_dir / rel
+    probe = page.with_name(f".weight-{page.name}")
+    probe.write_text(page.read_text().replace("</body>", PROBE % RESOURCES + "</body>", 1))
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{probe.relative_to(html_dir).as_posix()}"
+        out = subprocess.run([chromium, *FLAGS, f"--user-data-dir={profile}", "--window-size=1400,900", "--dump-dom", url],
+                             capture_output=True, text=True, timeout=180)
+    finally:
+        probe.unlink(missing_ok=True)
+        server.shutdown()
+    import html
+
+    m = re.search(r'data-companion-probe="([^"]*)"', out.stdout)
+    assert m, f"{rel}: the probe did not run"
+    sizes = {}
+    for name in json.loads(html.unescape(m.group(1)))["value"]:
+        path = urlparse(name).path
+        f = html_dir / unquote(path).lstrip("/")
+        if f.name.startswith(".weight-"):
+            f = page
+        if not f.is_file():
+            continue
+        data = f.read_bytes()
+        sizes[str(f.relative_to(html_dir))] = len(data) if f.suffix in (".png", ".jpg", ".woff2", ".mp4", ".webm") else len(gzip.compress(data))
+    return sizes
+
+
+def test_folded_images_wait_for_their_fold():
+    """A folded block's images carry data-src (restored when unfolded), others keep src."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from companion_book import defer_folded_images
+
+    out = defer_folded_images('<img src="a.png"><details><summary>s</summary><p><img src="b.png"></p></details><img src="c.png">')
+    assert out.count(' src="') == 2 and 'data-src="b.png"' in out
+
+
+@pytest.mark.parametrize("slug", [s for s in _slugs() if s in PAPER_CHAPTERS or s in ("claims", "introduction")])
+def test_first_visit_weight(slug, chromium, html_dir, tmp_path):
+    sizes = first_visit_bytes(chromium, html_dir, f"chapters/{slug}.html", tmp_path / "profile")
+    total = sum(v for k, v in sizes.items() if not k.endswith((".mp4", ".webm")))
+    top = sorted(sizes.items(), key=lambda kv: -kv[1])[:4]
+    assert total <= FIRST_VISIT_BUDGET, f"{slug}: first visit {total / 1e6:.2f} MB (budget 1.5 MB): largest {top}"
