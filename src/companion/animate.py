@@ -688,10 +688,10 @@ def _rho_min(r: Mapping[str, Any], cfg: AnimationConfig) -> Drawing:
 def _depth(r: Mapping[str, Any], cfg: AnimationConfig) -> Drawing:
     c = r["config"]
     path = np.asarray(r["pert_path0"])
-    ts = np.linspace(0.0, float(c["t_end"]), path.shape[0])
+    ts = np.linspace(0.0, float(c["t1"]), path.shape[0])
     exit_time = float(np.asarray(r["exit_a"])[0])
     segments = [(0, 8, 9, 3), (8, exit_time - 2, 12, 1), (exit_time - 2, exit_time + 8, 11, 4),
-                (exit_time + 8, float(c["t_end"]), 24, 1)]
+                (exit_time + 8, float(c["t1"]), 24, 1)]
     d = draw_plane(ts, path, r["clusters0"], 2 * float(c["delta"]), cfg, segments=segments, exit_time=exit_time)
     shown = ts[timeline(ts, segments)]
     d.poster = int(np.argmax(shown >= exit_time + 1.0))  # the exit under way, with its trail
@@ -765,7 +765,9 @@ def render(name: str, root: Path | str | None = None, out: Path | str | None = N
     """The manifest of animation ``name``, rendering its video and poster into ``out`` (default
     :func:`animations_dir`) unless a manifest with the current :func:`cache_key` is there.
 
-    The stored result is read through the verified loader (:func:`companion.store.load_run`). The
+    The stored result is read through the verified loader (:func:`companion.store.load_run`), its
+    ``"config"`` with every parameter under its name now (:meth:`~companion.registry.Experiment.config_of`:
+    a result stored before a parameter was renamed draws like one computed today). The
     manifest (``<name>.json``) records the key, the frames, the size and the render time.
 
     Examples
@@ -788,6 +790,11 @@ def render(name: str, root: Path | str | None = None, out: Path | str | None = N
     if stored is None:
         raise FileNotFoundError(f"no stored full result of {spec.experiment!r} under data/results")
     result, meta = stored
+    import dataclasses
+
+    from .registry import get
+
+    result = {**result, "config": dataclasses.asdict(get(spec.experiment).config_of(result))}
     key = cache_key(spec, meta)
     manifest_path = out / f"{name}.json"
     if not force and manifest_path.exists() and (out / f"{name}.mp4").exists() and (out / f"{name}.png").exists():
