@@ -7,7 +7,7 @@
 #
 #   make test-quick   the inner loop: pytest + doctests without the tests marked slow (under 5 minutes)
 #
-# Other targets: book CHAPTERS="a b" (a subset), refresh [CHAPTER=slug], venv, llm-assets, mathjax, chromium, bench-deps, toc, clean, help.
+# Other targets: book CHAPTERS="a b" (a subset), refresh [CHAPTER=slug], pdf (the book as a PDF), venv, llm-assets, mathjax, chromium, bench-deps, toc, clean, help.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
@@ -46,7 +46,7 @@ export MALLOC_TRIM_THRESHOLD_ := 1073741824
 # bench/results/README.md, "Build and test times"). An environment that sets it keeps its own.
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: help venv llm-assets mathjax chromium bench-deps toc book book-ref refresh test test-quick test-unit test-nbval test-render clean print-%
+.PHONY: help venv llm-assets mathjax chromium bench-deps toc book book-ref pdf refresh test test-quick test-unit test-nbval test-render clean print-%
 
 help:
 	@sed -n '/^[^#]/q; s/^# \{0,1\}//p' Makefile
@@ -200,3 +200,41 @@ gpu-full: $(GPU_DEPS)
 	PYTHONPATH=src$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m companion pack $(OUT)/results --to $(OUT)
 store-gpu: $(STAMP)
 	$(PY) -m companion store $(PACKS)
+
+# pdf (issue 48): the book as one PDF, $(PDF), from the committed reference .ipynb (execution off,
+# like book-ref) through Sphinx's LaTeX builder and XeLaTeX (latexmk); outputs print in their text
+# form, the claims table (itables) as a table (book/_ext/companion_pdf.py). Once it is built, `make
+# book` links it from the landing page and copies it beside index.html. latex: the LaTeX step alone
+# (book.tex, no TeX needed). test-pdf: both, checked by tests/test_pdf.py (the LaTeX step alone where
+# TeX is missing and cannot be installed). tex-deps: Debian's TeX set where missing and we are root.
+TEX_PKGS := texlive-xetex texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended \
+  texlive-pictures lmodern tex-gyre fonts-freefont-otf latexmk poppler-utils
+PDF_OUT := book/_build/pdf
+PDF_TEX := $(PDF_OUT)/_build/latex/book.tex
+PDF := $(PDF_OUT)/book.pdf
+HAVE_TEX = command -v xelatex >/dev/null 2>&1 && command -v latexmk >/dev/null 2>&1 && command -v pdftotext >/dev/null 2>&1 \
+  && kpsewhich pgfplots.sty fncychap.sty unicode-math.sty ucharclasses.sty >/dev/null 2>&1
+.PHONY: tex-deps latex test-pdf
+tex-deps:
+	@if $(HAVE_TEX); then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "tex-deps: installing Debian's TeX packages"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(TEX_PKGS) >/dev/null; \
+	else \
+	  echo "tex-deps: XeLaTeX, latexmk or poppler-utils missing and not root: install $(TEX_PKGS)"; \
+	fi
+
+latex: $(STAMP) toc
+	@$(PIPELINE) ref-config $(PDF_OUT)
+	$(JB) build book --config $(PDF_OUT)/_config.yml --toc $(CURDIR)/$(PDF_OUT)/_toc.yml --path-output $(PDF_OUT) --builder latex -W --keep-going
+
+pdf: tex-deps latex
+	@$(HAVE_TEX) || { echo "pdf: no TeX (make tex-deps as root, or install $(TEX_PKGS))"; exit 1; }
+	$(MAKE) -C $(dir $(PDF_TEX)) all-pdf LATEXMKOPTS=-silent LATEXOPTS="-interaction=nonstopmode -halt-on-error"
+	cp $(dir $(PDF_TEX))book.pdf $(PDF)
+	@echo "pdf: $(PDF) ($$(du -h $(PDF) | cut -f1)); make book links it from the landing page"
+
+test-pdf: $(STAMP) tex-deps
+	@if $(HAVE_TEX); then $(MAKE) pdf; pdf=$(PDF); else echo "test-pdf: no TeX here: the LaTeX step only"; $(MAKE) latex; pdf=none; fi; \
+	  echo "COMPANION_BOOK_TEX=$(PDF_TEX) COMPANION_BOOK_PDF=$$pdf pytest tests/test_pdf.py"; \
+	  COMPANION_BOOK_TEX=$(PDF_TEX) COMPANION_BOOK_PDF=$$pdf $(PY) -m pytest tests/test_pdf.py -p no:cacheprovider

@@ -33,6 +33,8 @@ def escape_plain_math(lines: list[str]) -> list[str]:
 
     >>> escape_plain_math(["x' = P_x M x / |B^T x|, n_+ tokens", "``|x|`` stays", ">>> abs(-1)  # |x|"])
     ["x' = P_x M x / \\|B^T x\\|, n\\_+ tokens", '``|x|`` stays', '>>> abs(-1)  # |x|']
+    >>> escape_plain_math([r".. math:: \|V\|_{op}", r"   e^{\|A\|}", "", "after |x|"])
+    ['.. math:: \\|V\\|_{op}', '   e^{\\|A\\|}', '', 'after \\|x\\|']
     """
     out, in_doctest, literal_indent = [], False, None
     for i, line in enumerate(lines):
@@ -50,6 +52,10 @@ def escape_plain_math(lines: list[str]) -> list[str]:
         if stripped.startswith(">>>") or in_doctest:
             in_doctest = True
             out.append(line)
+            continue
+        if stripped.startswith(".. math::"):  # TeX, on the directive's line and in its indented block
+            out.append(line)
+            literal_indent = indent
             continue
         parts = _LITERAL.split(line)
         for k in range(0, len(parts), 2):  # even parts are outside literals
