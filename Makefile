@@ -150,7 +150,7 @@ test-nbval: $(STAMP)
 	  --figure-diffs book/_build/figure-diffs
 
 test-render: $(STAMP) book-ref
-	COMPANION_BOOK_HTML=$(REF_HTML) $(PY) -m pytest tests/test_render.py -m chromium -p no:cacheprovider
+	COMPANION_BOOK_HTML=$(REF_HTML) $(PY) -m pytest tests/test_render.py tests/test_render_animations.py -m chromium -p no:cacheprovider
 
 # The package as installed (issue 22): the wheel built and installed, not editable, into a fresh venv
 # outside the repository, running the README example and one experiment (~20 s). A test of

@@ -608,6 +608,11 @@ def encode(drawing: Drawing, path: Path | str, cfg: AnimationConfig = AnimationC
     return {"frames": drawing.frames, "fps": cfg.fps, "seconds": round(drawing.frames / cfg.fps, 2), "bytes": size}
 
 
+# The poster is a figure of the book: drawn at twice the book's 100 dpi (book/_scripts/matplotlibrc),
+# like the chapters' figures for high-density screens (companion.pages.book_figures).
+POSTER_DPI = 200
+
+
 def save_poster(drawing: Drawing, path: Path | str, cfg: AnimationConfig = AnimationConfig()) -> Path:
     """Draw the poster frame of ``drawing`` and save it as a PNG without a timestamp (the still
     frame of the video, and the figure of the printed book).
@@ -622,7 +627,7 @@ def save_poster(drawing: Drawing, path: Path | str, cfg: AnimationConfig = Anima
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     drawing.update(drawing.poster)
-    drawing.fig.savefig(path, dpi=cfg.dpi, metadata={"Software": None})
+    drawing.fig.savefig(path, dpi=POSTER_DPI, metadata={"Software": None})
     return path
 
 

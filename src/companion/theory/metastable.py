@@ -320,7 +320,7 @@ def plateau_slope(beta: float, normalization: str = "usa") -> float:
 
     .. math::
 
-        rac{d\,(	ext{plateau})}{d \ln N} pprox rac{e(eta)}{\lambda(eta, k_{\max})},
+        \frac{d\,(\text{plateau})}{d \ln N} \approx \frac{e(\beta)}{\lambda(\beta, k_{\max})},
 
     with :math:`e` of :func:`neighbour_exponent` (an asymmetry of size :math:`N^{-e}` when the clusters
     form) and :math:`\lambda` of :func:`cluster_instability_rate` (the rate at which it grows until two
