@@ -94,3 +94,16 @@ def test_only_a_runnable_example_in_the_examples_section_counts(sample):
 
     f.__doc__ = doc
     assert len(runnable_examples(f)) == n
+
+
+def test_no_control_characters_in_the_source():
+    """A docstring written without r'' turns \\frac, \\text, \\beta into form feed, tab, backspace: the
+    formula prints garbled on the API page and in the PDF (theory.metastable.plateau_slope did)."""
+    import re
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "src" / "companion"
+    bad = [f"{p.relative_to(src)}:{i}" for p in sorted(src.rglob("*.py"))
+           for i, line in enumerate(p.read_text(encoding="utf-8").split("\n"), 1)
+           if re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", line)]
+    assert not bad, f"control characters (an escape read in a non-raw string?) at {bad}"
