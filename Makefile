@@ -224,7 +224,7 @@ tex-deps:
 	  echo "tex-deps: XeLaTeX, latexmk or poppler-utils missing and not root: install $(TEX_PKGS)"; \
 	fi
 
-latex: $(STAMP) toc
+latex: $(STAMP) mathjax toc
 	@$(PIPELINE) ref-config $(PDF_OUT)
 	$(JB) build book --config $(PDF_OUT)/_config.yml --toc $(CURDIR)/$(PDF_OUT)/_toc.yml --path-output $(PDF_OUT) --builder latex -W --keep-going
 
