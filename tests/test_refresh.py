@@ -109,8 +109,10 @@ def test_prose_refuses_changed_code_and_names_the_cell(chapter, change):
         _edit(md, call, "res = intro.clustering(PROFILE, trials=3)")
         expected = f"code cell {k} of {n} (`{first[:40]}"
     elif change == "tags":
-        _edit(md, ":tags: [hide-cell]\n" + first + "\n" + call, ":tags: [hide-cell, nbval-ignore-output]\n" + first + "\n" + call)
-        expected = "has options {'tags': ['hide-cell', 'nbval-ignore-output']}"
+        block = md.read_text().split(first + "\n" + call)[0].rsplit("```{code-cell} ipython3\n", 1)[1]  # the cell's options
+        _edit(md, "```{code-cell} ipython3\n" + block + first + "\n" + call,
+              "```{code-cell} ipython3\n" + block.replace(":tags: [hide-cell]", ":tags: [hide-cell, nbval-ignore-output]") + first + "\n" + call)
+        expected = f"code cell {k} of {n} (`{first[:40]}"  # the options differ: the message names the cell
     elif change == "added":
         _edit(md, "## An exact solution", "```{code-cell} ipython3\nprint(1)\n```\n\n## An exact solution")
         expected = f"of {n + 1} (`print(1)`) differs from the reference's"

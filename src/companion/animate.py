@@ -614,7 +614,7 @@ POSTER_DPI = 200
 
 
 def save_poster(drawing: Drawing, path: Path | str, cfg: AnimationConfig = AnimationConfig()) -> Path:
-    """Draw the poster frame of ``drawing`` and save it as a PNG without a timestamp (the still
+    """Draw the poster frame of ``drawing`` and save it as a PNG (the still
     frame of the video, and the figure of the printed book).
 
     Examples
@@ -627,7 +627,7 @@ def save_poster(drawing: Drawing, path: Path | str, cfg: AnimationConfig = Anima
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     drawing.update(drawing.poster)
-    drawing.fig.savefig(path, dpi=POSTER_DPI, metadata={"Software": None})
+    drawing.fig.savefig(path, dpi=POSTER_DPI)  # matplotlib's own metadata, like every figure of the book
     return path
 
 
