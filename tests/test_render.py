@@ -275,20 +275,26 @@ MEASURE = r"""
 """
 
 
-def _metrics(chromium: str, page: Path, width: int, profile: Path) -> dict:
-    probe = page.with_name(f".measure-{width}-{page.name}")
-    probe.write_text(page.read_text().replace("</body>", MEASURE + "</body>", 1))
+def probe_page(chromium: str, page: Path, script: str, attr: str, profile: Path, *flags: str) -> object:
+    """Open ``page`` in headless Chromium with ``script`` added before </body> (a copy beside it, removed
+    after) and return the JSON the script wrote into the ``attr`` attribute of the dumped DOM."""
+    import html
+
+    probe = page.with_name(f".probe-{attr}-{page.name}")
+    probe.write_text(page.read_text().replace("</body>", script + "</body>", 1))
     try:
-        out = subprocess.run([chromium, *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},900", "--dump-dom",
-                              probe.as_uri()], capture_output=True, text=True, timeout=180)
+        out = subprocess.run([chromium, *FLAGS, *flags, f"--user-data-dir={profile}", "--dump-dom", probe.as_uri()],
+                             capture_output=True, text=True, timeout=180)
     finally:
         probe.unlink(missing_ok=True)
     assert out.returncode == 0, f"chromium failed on {page}: {out.stderr[-2000:]}"
-    m = re.search(r'data-companion-metrics="([^"]*)"', out.stdout)
-    assert m, f"{page.name}: the measuring script did not run"
-    import html
-
+    m = re.search(f'{attr}="([^"]*)"', out.stdout)
+    assert m, f"{page.name}: the script writing {attr} did not run"
     return json.loads(html.unescape(m.group(1)))
+
+
+def _metrics(chromium: str, page: Path, width: int, profile: Path) -> dict:
+    return probe_page(chromium, page, MEASURE, "data-companion-metrics", profile, f"--window-size={width},900")
 
 
 def _reader_problems(slug: str, m: dict, paper_chapter: bool, tutorial: bool = False) -> list[str]:

@@ -9,11 +9,9 @@ video's own events only, never on a timer.
 """
 from __future__ import annotations
 
-import html
 import importlib.util
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -87,20 +85,10 @@ def test_at_least_five_animations_in_the_book():
 
 
 def _videos(chromium: str, page: Path, profile: Path) -> list[dict]:
-    probe = page.with_name(f".videos-{page.name}")
-    probe.write_text(page.read_text().replace("</body>", PLAY + "</body>", 1))
-    try:
-        out = subprocess.run([chromium, *FLAGS, "--autoplay-policy=no-user-gesture-required",
-                              "--virtual-time-budget=20000",  # the last one counts: a page with more to load (the landing page) still plays 0.5 s
-                              f"--user-data-dir={profile}",
-                              "--window-size=1400,900", "--dump-dom", probe.as_uri()],
-                             capture_output=True, text=True, timeout=180)
-    finally:
-        probe.unlink(missing_ok=True)
-    assert out.returncode == 0, f"chromium failed on {page}: {out.stderr[-2000:]}"
-    m = re.search(r'data-companion-videos="([^"]*)"', out.stdout)
-    assert m, f"{page.name}: the video script did not run"
-    return json.loads(html.unescape(m.group(1)))
+    # the last --virtual-time-budget counts: a page with more to load (the landing page) still plays 0.5 s
+    return _render.probe_page(chromium, page, PLAY, "data-companion-videos", profile,
+                              "--autoplay-policy=no-user-gesture-required", "--virtual-time-budget=20000",
+                              "--window-size=1400,900")
 
 
 @pytest.mark.parametrize("page", sorted(EXPECTED))
