@@ -86,14 +86,14 @@ def plot_cone_bound(result: dict[str, Any], ax=None):
 
 
 def plot_cone_bound_snapshots(result: dict[str, Any], ax=None):
-    """Figure 1: one trial of cone data at t = 0, 0.5, 1, 2 on S^2 (a grid of two columns); the star marks e_1.
+    """Figure 1: one trial of cone data at t = 0, 0.5, 1, 2 on S^2 (one row); the star marks e_1.
 
     Parameters
     ----------
     result : dict
         What :func:`cone_bound` returns.
     ax : sequence of 3D matplotlib.axes.Axes, optional
-        One panel per time of ``result["snap_t"]``; None opens a new figure with them, two to a row.
+        One panel per time of ``result["snap_t"]``; None opens a new figure with them in one row.
 
     Returns
     -------
@@ -109,14 +109,13 @@ def plot_cone_bound_snapshots(result: dict[str, Any], ax=None):
     """
     import matplotlib.pyplot as plt
 
-    from ...style import COLORS, MIN_FONT
+    from ...style import COLORS, FULL_WIDTH, MIN_FONT
 
     if ax is None:
+        # One row: the panels side by side keep the figure a third as tall as a grid would.
         k = len(result["snap_t"])
-        cols = 2 if k > 1 else 1
-        rows = -(-k // cols)
-        fig = plt.figure(figsize=(5.0, 2.5 * rows + 0.4), layout="constrained")
-        ax = [fig.add_subplot(rows, cols, i + 1, projection="3d") for i in range(k)]
+        fig = plt.figure(figsize=(FULL_WIDTH, FULL_WIDTH / max(k, 2) + 0.5), layout="constrained")
+        ax = [fig.add_subplot(1, k, i + 1, projection="3d") for i in range(k)]
         fig.suptitle("One-sided cone data gather at $e_1$ (star), first trial", fontsize=MIN_FONT + 1)
     u, v = np.mgrid[0 : 2 * np.pi : 30j, 0 : np.pi : 15j]
     for a, t, X in zip(ax, result["snap_t"], result["snapshots"]):

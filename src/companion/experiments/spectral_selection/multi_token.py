@@ -66,7 +66,7 @@ def plot_multi_token(result: dict[str, Any], ax=None):
 
     axes = ax
     if axes is None:
-        fig = plt.figure(figsize=(FULL_WIDTH, 6.4), layout="constrained")
+        fig = plt.figure(figsize=(FULL_WIDTH, 5.4), layout="constrained")
         grid = fig.add_gridspec(2, 2)
         axes = [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, :])]
         fig.suptitle(f"{result['n']} tokens, negative-definite $V$: bipolar collapse on $e_d$", fontsize=MIN_FONT + 1)
