@@ -27,6 +27,15 @@ def _plane(saves: int = 6):
     return ts, path
 
 
+def _sphere():
+    """Four saves of five tokens on S^2 gathering into two clusters: (ts, traj, labels, counts)."""
+    ends = np.array([[1.0, 0.0, 0.0]] * 3 + [[-1.0, 0.0, 0.0]] * 2)
+    start = np.random.default_rng(2).normal(size=(5, 3))
+    traj = np.stack([(1 - w) * start + w * ends for w in (0.0, 0.5, 0.9, 1.0)])
+    traj /= np.linalg.norm(traj, axis=-1, keepdims=True)
+    return [0.0, 1.0, 2.0, 4.0], traj, [0, 0, 0, 3, 3], [5, 4, 2, 2]
+
+
 # --- frames ---------------------------------------------------------------------------------------
 def test_timeline_snaps_to_saves_and_holds():
     ts = np.linspace(0, 1, 101)
@@ -46,6 +55,7 @@ def test_timeline_snaps_to_saves_and_holds():
     (lambda: an.draw_outcomes(np.linspace(0, 1, 9), {1.0: np.linspace(-1, 1, 9)[:, None] * np.ones((1, 5))}, SMALL,
                               hold=2), 18),
     (lambda: an.draw_plane(*_plane(), [[0.0, 0.0]], 0.5, SMALL), 6),
+    (lambda: an.draw_sphere_run(*_sphere(), SMALL, order=[0, 0, 1, 2, 3, 3, 3]), 7),
 ])
 def test_drawings_count_frames_and_draw_each(draw, frames):
     d = draw()
@@ -60,6 +70,52 @@ def test_circle_colours_follow_the_final_cluster():
     d = an.draw_circle_runs([{"traj": traj, "ts": [0.0, 1.0], "beta": 1.0, "centres": [0.1, 3.1]}], SMALL)
     colors = d.fig.axes[0].collections[0].get_facecolors()
     assert np.allclose(colors[0], colors[2]) and not np.allclose(colors[0], colors[1])
+
+
+def test_sphere_colours_sides_and_sizes():
+    ts, traj, labels, counts = _sphere()
+    d = an.draw_sphere_run(ts, traj, labels, counts, SMALL, azim=0.0, elev=0.0, turns=0.0, size=10.0)
+    d.update(3)  # the last save: three tokens at +x (facing the viewer), two at -x (behind)
+    back, front = d.fig.axes[0].collections[:2]
+    assert len(front.get_offsets()) == 3 and len(back.get_offsets()) == 2
+    assert np.allclose(front.get_offsets(), 0.0) and np.allclose(back.get_offsets(), 0.0)
+    f, b = front.get_facecolors(), back.get_facecolors()
+    assert np.allclose(f, f[0]) and np.allclose(b, b[0]) and not np.allclose(f[0], b[0])  # one colour per final cluster
+    assert np.allclose(f[0], an._rgb(an.PALETTE[0]))  # the larger cluster takes the first colour
+    assert np.allclose(front.get_sizes(), 30.0) and np.allclose(back.get_sizes(), 0.6 * 20.0)  # area grows with the mass
+    assert d.fig.texts[-1].get_text() == "t = 4.0     2 clusters"
+    # turned half a circle, the sides swap
+    d = an.draw_sphere_run(ts, traj, labels, counts, SMALL, azim=180.0, elev=0.0, turns=0.0)
+    d.update(3)
+    assert len(d.fig.axes[0].collections[1].get_offsets()) == 2
+
+
+def test_sphere_view_turns_and_hides_the_back():
+    assert np.allclose(an.orthographic([[0.0, 1.0, 0.0]], an.view_basis(90.0, 0.0)), [[0.0, 0.0, 1.0]])
+    g = an.graticule(an.view_basis(0.0, 30.0))
+    shown = g[~np.isnan(g[..., 0])]
+    assert np.all(np.hypot(shown[:, 0], shown[:, 1]) <= 1 + 1e-12) and np.isnan(g).any()
+    assert an.rank_clusters([7, 1, 1, 7, 7]).tolist() == [0, 1, 1, 0, 0]
+    assert an.first_plateau([128, 9, 5, 5, 5, 4], min_saves=3) == (2, 5)
+
+
+def test_hero_poster_shows_several_formed_clusters():
+    """The landing page's still: trial 0 of intro-sphere-merging with several clusters formed (no token
+    alone), its count as the header says."""
+    import dataclasses
+
+    from companion.registry import get
+    from companion.store import load_run
+
+    result, _ = load_run("intro-sphere-merging", "full")
+    result = {**result, "config": dataclasses.asdict(get("intro-sphere-merging").config_of(result))}
+    d = an.ANIMATIONS["hero"].draw(result, an.ANIMATIONS["hero"].cfg)
+    d.update(d.poster)
+    head = d.fig.texts[-1].get_text()
+    t, count = float(head.split()[2]), int(head.split()[3])
+    i = int(np.argmin(np.abs(np.asarray(result["times"]) - t)))
+    assert count >= 4 and result["singletons"][i, 0] == 0 and result["clusters"][i, 0] == count
+    assert 0 < d.poster < d.frames - 1
 
 
 def test_plane_counts_the_tokens_that_left():
@@ -98,6 +154,14 @@ def test_outcome_counts_at_each_save():
     (lambda: an.draw_plane(*_plane(), [[0.0, 0.0]], 0.0, SMALL), "radius must be positive"),
     (lambda: an.draw_plane(np.arange(3.0), np.zeros((4, 2, 2)), [[0.0, 0.0]], 0.5, SMALL), "path must have 3 saves"),
     (lambda: an.draw_plane(np.arange(3.0), np.zeros((3, 2, 3)), [[0.0, 0.0]], 0.5, SMALL), "path must have 2 columns"),
+    (lambda: an.draw_sphere_run(*_sphere()[:2], [0, 0], [5, 4, 2, 2], SMALL), "labels must have one entry per token"),
+    (lambda: an.draw_sphere_run(*_sphere()[:3], [5, 4], SMALL), "counts must have shape"),
+    (lambda: an.draw_sphere_run(*_sphere(), SMALL, order=[0, 4]), "order must be a non-empty list of save indices"),
+    (lambda: an.draw_sphere_run([0.0, 1.0], *_sphere()[1:], SMALL), "traj must have 2 saves"),
+    (lambda: an.orthographic([[1.0, 0.0]], np.eye(3)), "X must have 3 columns"),
+    (lambda: an.graticule(np.eye(3), step=0.0), "step must be in"),
+    (lambda: an.multiplicity([[0.0, 0.0]], -1.0), "radius must be positive"),
+    (lambda: an.rank_clusters([]), "labels must be a non-empty 1-D array"),
     (lambda: an.AnimationConfig(crf=60), "crf must be an integer"),
     (lambda: an.AnimationConfig(dpi=0), "dpi must be a positive integer"),
     (lambda: an.AnimationConfig(width=3.21, dpi=100), "width \\* dpi and height \\* dpi must be even"),

@@ -4,7 +4,8 @@ Five runs whose result is a motion are drawn frame by frame with matplotlib and 
 :class:`matplotlib.animation.FFMpegWriter` with the ffmpeg binary of the ``imageio-ffmpeg`` package
 (H.264, yuv420p, ``+faststart``, at most :attr:`AnimationConfig.max_bytes`):
 
-* ``hero``: 300 of the 20,000 tokens of ``metastable-official`` (paper D) on the circle at beta = 5;
+* ``hero``: trial 0 of ``intro-sphere-merging``, 128 tokens on S^2 at beta = 9 that gather into
+  several clusters and merge one at a time, on a slowly turning sphere;
 * ``metastable-official``: both official runs, with the predicted angles and a cluster counter;
 * ``lowtemp-figure3``: a cursor along paper B's two time scales;
 * ``spectral-rho-min``: 200 trials' rho_min at three temperatures, consensus against polarisation
@@ -13,10 +14,9 @@ Five runs whose result is a motion are drawn frame by frame with matplotlib and 
 
 Only saved states are drawn: no token's position is interpolated between two saves (a saved state
 may be held for several frames, :func:`timeline`; the cursor of ``lowtemp-figure3`` runs along the
-drawn lines). The stored runs of tokens on :math:`S^2`
-(``intro-clustering``, ``lowtemp-figure3``, ``spectral-cone-bound``) keep 3 to 5 snapshots, too few
-for motion, so the hero is the densest stored run of tokens on a sphere: paper D's official run on
-the circle (61 saves).
+drawn lines). The hero's run keeps 200 saves geometric in t, so that formation, plateaus and merges
+each get their share of frames; the other stored runs of tokens on :math:`S^2` (``intro-clustering``,
+``lowtemp-figure3``, ``spectral-cone-bound``) keep 3 to 5 snapshots, too few for motion.
 
 :func:`show` renders an animation once and keeps it with its still frame (poster PNG) and a manifest
 under ``book/_static/animations/``; it renders again only when the manifest's :func:`cache_key` (the
@@ -45,8 +45,9 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 __all__ = ["AnimationConfig", "Drawing", "Spec", "ANIMATIONS", "ffmpeg_exe", "timeline", "circle_points",
-           "nearest_centre", "outcomes", "distance_to_set", "draw_circle_runs", "draw_cursor",
-           "draw_outcomes", "draw_plane", "encode", "save_poster", "cache_key", "render", "Video", "show",
+           "nearest_centre", "outcomes", "distance_to_set", "view_basis", "orthographic", "graticule",
+           "rank_clusters", "multiplicity", "first_plateau", "draw_circle_runs", "draw_cursor", "draw_outcomes",
+           "draw_plane", "draw_sphere_run", "encode", "save_poster", "cache_key", "render", "Video", "show",
            "animations_dir", "main"]
 
 # Colours of the final clusters and of the outcomes (matplotlib's tab10, as the book's figures).
@@ -141,6 +142,12 @@ def _array(x: Any, name: str, ndim: int | None = None, last: int | None = None) 
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} holds a NaN or an infinity")
     return a
+
+
+def _rgb(color: str) -> tuple[float, float, float, float]:
+    from matplotlib.colors import to_rgba
+
+    return to_rgba(color)
 
 
 def timeline(times: Any, segments: Sequence[tuple[float, float, int, int]]) -> np.ndarray:
@@ -252,6 +259,127 @@ def distance_to_set(X: Any, C: Any) -> np.ndarray:
     x = _array(X, "X", ndim=2)
     c = _array(C, "C", ndim=2, last=x.shape[1])
     return np.linalg.norm(x[:, None, :] - c[None, :, :], axis=-1).min(axis=1)
+
+
+def view_basis(azim: float, elev: float) -> np.ndarray:
+    """The screen of a view of the sphere from azimuth ``azim`` and elevation ``elev`` (degrees):
+    ``(3, 3)`` orthonormal rows, the screen's right, its up, and the direction towards the viewer.
+
+    Examples
+    --------
+    >>> view_basis(0.0, 0.0).round(12) + 0.0  # from +x: right is +y, up is +z
+    array([[0., 1., 0.],
+           [0., 0., 1.],
+           [1., 0., 0.]])
+    >>> B = view_basis(37.0, -12.0)
+    >>> bool(np.allclose(B @ B.T, np.eye(3)))
+    True
+    """
+    a, e = np.radians(float(azim)), np.radians(float(elev))
+    toward = np.array([np.cos(e) * np.cos(a), np.cos(e) * np.sin(a), np.sin(e)])
+    right = np.array([-np.sin(a), np.cos(a), 0.0])
+    return np.stack([right, np.cross(toward, right), toward])
+
+
+def orthographic(X: Any, basis: Any) -> np.ndarray:
+    """Points ``X: (..., 3)`` seen through ``basis`` (:func:`view_basis`): ``(..., 3)``, the screen's
+    x and y and the depth (positive on the hemisphere that faces the viewer).
+
+    Examples
+    --------
+    >>> orthographic([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]], view_basis(0.0, 0.0)).round(12) + 0.0
+    array([[0., 0., 1.],
+           [0., 1., 0.]])
+    >>> orthographic([[1.0, 0.0]], np.eye(3))
+    Traceback (most recent call last):
+    ...
+    ValueError: X must have 3 columns (its last axis), got shape (1, 2)
+    """
+    return _array(X, "X", last=3) @ _array(basis, "basis", ndim=2, last=3).T
+
+
+def graticule(basis: Any, step: float = 30.0, samples: int = 121) -> np.ndarray:
+    """The parallels and meridians every ``step`` degrees, seen through ``basis``: ``(lines,
+    samples, 2)`` screen points, NaN where a line runs behind the sphere (so it is not drawn).
+
+    Examples
+    --------
+    >>> g = graticule(view_basis(0.0, 0.0), step=90.0, samples=5)
+    >>> g.shape  # the equator, and the meridians at 0 and 90 degrees
+    (3, 5, 2)
+    >>> int(np.isnan(g[0, :, 0]).sum())  # the back half of the equator is hidden
+    2
+    """
+    if not 0 < float(step) <= 90:
+        raise ValueError(f"step must be in (0, 90] degrees, got {step!r}")
+    s = np.linspace(0.0, 2 * np.pi, int(samples))
+    lines = [np.stack([np.cos(lat) * np.cos(s), np.cos(lat) * np.sin(s), np.full_like(s, np.sin(lat))], -1)
+             for lat in np.radians(np.arange(-90 + step, 90, step))]
+    lines += [np.stack([np.cos(s) * np.cos(lon), np.cos(s) * np.sin(lon), np.sin(s)], -1)
+              for lon in np.radians(np.arange(0, 180, step))]
+    P = orthographic(np.stack(lines), basis)
+    return np.where(P[..., 2:] >= 0, P[..., :2], np.nan)
+
+
+def rank_clusters(labels: Any) -> np.ndarray:
+    """Each token's cluster ``labels: (n,)`` renumbered ``0, 1, ...`` from the largest cluster down
+    (ties: the smaller label first), so the largest cluster takes the palette's first colour.
+
+    Examples
+    --------
+    >>> rank_clusters([5, 5, 0, 5, 2, 2]).tolist()
+    [0, 0, 2, 0, 1, 1]
+    """
+    lab = np.asarray(labels)
+    if lab.ndim != 1 or lab.size == 0:
+        raise ValueError(f"labels must be a non-empty 1-D array, got shape {lab.shape}")
+    values, inverse, counts = np.unique(lab, return_inverse=True, return_counts=True)
+    order = np.lexsort((values, -counts))  # largest first, then the smaller label
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return rank[inverse]
+
+
+def multiplicity(X: Any, radius: float) -> np.ndarray:
+    """How many tokens sit at each token of ``X: (n, d)``, counting itself, weighted by
+    ``exp(-|x_i - x_j|^2 / radius^2)``: ``(n,)``, 1 for a token alone, m for m tokens at one point.
+
+    Examples
+    --------
+    >>> multiplicity([[0.0, 0.0], [0.0, 0.0], [5.0, 0.0]], 0.1).tolist()
+    [2.0, 2.0, 1.0]
+    >>> multiplicity([[0.0, 0.0]], 0.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: radius must be positive, got 0.0
+    """
+    x = _array(X, "X", ndim=2)
+    if not radius > 0:
+        raise ValueError(f"radius must be positive, got {radius!r}")
+    d2 = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+    return np.exp(-d2 / float(radius) ** 2).sum(axis=1)
+
+
+def first_plateau(counts: Any, min_saves: int = 10) -> tuple[int, int]:
+    """The first run of one count of at least 2 clusters that lasts ``min_saves`` saves: ``(start,
+    stop)`` save indices (``stop`` excluded), of ``counts: (saves,)``; ``(0, 0)`` if there is none.
+
+    Examples
+    --------
+    >>> first_plateau([9, 9, 9, 7, 5, 5, 5, 5, 4, 4, 3], min_saves=3)
+    (0, 3)
+    >>> first_plateau([9, 7, 5, 5, 5, 5, 4, 4, 3], min_saves=4)
+    (2, 6)
+    >>> first_plateau([3, 2, 1, 1, 1], min_saves=2)
+    (0, 0)
+    """
+    c = np.asarray(counts)
+    starts = np.r_[0, np.flatnonzero(np.diff(c)) + 1]
+    stops = np.r_[starts[1:], c.size]
+    for a, b in zip(starts, stops):
+        if c[a] >= 2 and b - a >= int(min_saves):
+            return int(a), int(b)
+    return 0, 0
 
 
 # ------------------------------------------------------------------------------------------------
@@ -548,6 +676,114 @@ def draw_plane(ts: Any, path: Any, clusters: Any, radius: float, cfg: AnimationC
     return Drawing(fig, update, len(idx), len(idx) - 1)
 
 
+def draw_sphere_run(ts: Any, traj: Any, labels: Any, counts: Any, cfg: AnimationConfig = AnimationConfig(), *,
+                    order: Any = None, turns: float = 0.5, elev: float = 20.0, azim: float = 0.0,
+                    size: float = 12.0, radius: float = 0.05, title: str = "") -> Drawing:
+    """Tokens on the sphere ``S^2``, seen in orthographic projection from a slowly turning view, each
+    coloured by the cluster it ends in, with the time and the cluster count above and a strip of the
+    count against log t below (a cursor on it).
+
+    ``ts: (saves,)`` increasing, ``traj: (saves, n, 3)`` unit vectors, ``labels: (n,)`` the final
+    cluster of each token (:func:`rank_clusters` orders the colours), ``counts: (saves,)`` clusters at
+    each save. Frame ``k`` shows save ``order[k]`` (default: each save once; geometric saves make it
+    even in log t) from azimuth ``azim + 360 turns k / (frames - 1)`` and elevation ``elev``.
+    Tokens on the near hemisphere are drawn over the sphere, those behind it faded through it. A
+    token's dot has area ``size`` (points squared) times its :func:`multiplicity` at ``radius``: a
+    cluster of m tokens is one dot m times the area of a token alone, so its mass shows.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(4, 6, 3)); X /= np.linalg.norm(X, axis=-1, keepdims=True)
+    >>> d = draw_sphere_run([0.0, 1.0, 2.0, 4.0], X, [0, 0, 0, 3, 3, 5], [6, 4, 3, 3], order=[0, 0, 1, 2, 3])
+    >>> d.frames, d.poster
+    (5, 4)
+    >>> d.update(2)
+    >>> d.fig.texts[-1].get_text()
+    't = 1.0     4 clusters'
+    >>> draw_sphere_run([0.0, 1.0], X[:2], [0, 0, 0], [6, 4])
+    Traceback (most recent call last):
+    ...
+    ValueError: labels must have one entry per token (6), got 3
+    """
+    t = _array(ts, "ts", ndim=1)
+    P = _array(traj, "traj", ndim=3, last=3)
+    if P.shape[0] != t.shape[0]:
+        raise ValueError(f"traj must have {t.shape[0]} saves (one per time), got {P.shape[0]}")
+    lab = np.asarray(labels)
+    if lab.shape != (P.shape[1],):
+        raise ValueError(f"labels must have one entry per token ({P.shape[1]}), got {lab.size}")
+    c = np.asarray(counts, dtype=np.int64)
+    if c.shape != t.shape:
+        raise ValueError(f"counts must have shape {t.shape}, got {c.shape}")
+    idx = np.arange(t.shape[0]) if order is None else np.asarray(order, dtype=np.int64)
+    if idx.ndim != 1 or idx.size == 0 or idx.min() < 0 or idx.max() >= t.shape[0]:
+        raise ValueError(f"order must be a non-empty list of save indices in [0, {t.shape[0]})")
+    colors = np.array([_rgb(PALETTE[r % len(PALETTE)]) for r in rank_clusters(lab)])
+    from matplotlib.patches import Circle
+
+    fig, (ax,) = _figure(cfg, 1)
+    strip = 0.9 / cfg.height  # the strip under the sphere: about 0.9 inch high
+    ax.set_position([0.02, strip + 0.1, 0.96, 0.79 - strip])
+    ax.set_aspect("equal")
+    ax.set_xlim(-1.06, 1.06)
+    ax.set_ylim(-1.06, 1.06)
+    ax.axis("off")
+    back = ax.scatter([], [], linewidths=0, zorder=1)
+    ax.add_patch(Circle((0.0, 0.0), 1.0, facecolor="white", alpha=0.62, edgecolor="#8c959f", lw=1.2, zorder=2))
+    grid = [ax.plot([], [], color="#d0d7de", lw=0.7, zorder=3)[0] for _ in graticule(view_basis(0.0, 0.0))]
+    front = ax.scatter([], [], linewidths=0.5, edgecolors="white", zorder=4)
+    if title:
+        fig.text(0.5, 0.965, title, ha="center", va="center", fontsize=12)
+    # the strip: the count of clusters against log t (tokens still alone run off its top)
+    sx = fig.add_axes([0.14, 0.075, 0.8, strip])
+    pos = t > 0
+    top = int(min(max(c[pos].max() if pos.any() else 1, 2), 10))
+    sx.step(t[pos], np.minimum(c[pos], top + 1), where="post", color="#57606a", lw=1.4)
+    sx.set_xscale("log")
+    left = t[pos][0] if pos.any() else 1.0
+    sx.set_xlim(left, max(t[-1], 10 * left))
+    sx.set_ylim(0.5, top + 0.5)
+    sx.set_yticks(range(1, top + 1, 1 if top <= 6 else 2))
+    sx.set_ylabel("clusters", fontsize=10)
+    sx.set_xlabel("t (log scale)", fontsize=10, labelpad=1)
+    sx.tick_params(labelsize=9)
+    from matplotlib.ticker import FuncFormatter
+
+    sx.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    sx.spines[["top", "right"]].set_visible(False)
+    cursor = sx.axvline(left, color="#cf222e", lw=1.2)
+    dot, = sx.plot([], [], "o", color="#cf222e", ms=5)
+    head = fig.text(0.5, 0.915, "", ha="center", va="center", fontsize=12)
+    frames = idx.size
+
+    def update(k: int) -> None:
+        i = int(idx[k])
+        B = view_basis(float(azim) + 360.0 * float(turns) * k / max(frames - 1, 1), float(elev))
+        Q = orthographic(P[i], B)
+        near = Q[:, 2] >= 0
+        area = float(size) * multiplicity(P[i], radius)
+        back.set_offsets(Q[~near, :2])
+        back.set_facecolors(colors[~near])
+        back.set_sizes(0.6 * area[~near])
+        front.set_offsets(Q[near, :2])
+        front.set_facecolors(colors[near])
+        front.set_sizes(area[near])
+        for line, g in zip(grid, graticule(B)):
+            line.set_data(g[:, 0], g[:, 1])
+        visible = t[i] > 0
+        cursor.set_visible(visible)
+        dot.set_visible(visible)
+        if visible:
+            cursor.set_xdata([t[i], t[i]])
+            dot.set_data([t[i]], [min(int(c[i]), top + 1)])
+        when = f"{t[i]:.1f}" if t[i] < 10 else f"{t[i]:.0f}"
+        head.set_text(f"t = {when}     {int(c[i])} cluster" + ("" if c[i] == 1 else "s"))
+
+    update(0)
+    return Drawing(fig, update, frames, frames - 1)
+
+
 # ------------------------------------------------------------------------------------------------
 # Encoding
 # ------------------------------------------------------------------------------------------------
@@ -666,11 +902,51 @@ def _forming(counts: Any, before: int = 2) -> int:
     return max(int(np.argmax(c == c[-1])) - int(before), 0)
 
 
+def _best_view(traj: np.ndarray, order: np.ndarray, keys: Sequence[int], turns: float,
+               radius: float = 0.05) -> tuple[float, float]:
+    """The starting azimuth and the elevation (degrees) of a view turning ``turns`` over the frames
+    of ``order`` that shows the most clusters on the near side at the frames ``keys``: each token of
+    ``traj: (saves, n, 3)`` clearly in front (depth > 0.15) counts 1 / sqrt(its :func:`multiplicity`),
+    so a cluster of m tokens counts sqrt(m): every cluster counts, the heavy ones more.
+
+    Examples
+    --------
+    >>> X = np.array([[[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]]])  # one save: tokens at +x and -x
+    >>> _best_view(np.repeat(X, 2, axis=0), np.array([0, 1]), [0], 0.0)  # either side shows one
+    (0.0, -30.0)
+    """
+    mass = {k: 1.0 / multiplicity(traj[order[k]], radius) ** 0.5 for k in keys}
+    best, score = (0.0, 0.0), -1.0
+    for elev in (-30.0, -15.0, 0.0, 15.0, 30.0):
+        for azim in np.arange(0.0, 360.0, 10.0):
+            total = 0.0
+            for k, w in mass.items():
+                toward = view_basis(azim + 360.0 * turns * k / max(order.size - 1, 1), elev)[2]
+                total += float(w[traj[order[k]] @ toward > 0.15].sum())
+            if total > score + 1e-9:
+                best, score = (float(azim), elev), total
+    return best
+
+
 def _hero(r: Mapping[str, Any], cfg: AnimationConfig) -> Drawing:
-    run = r["runs"][0]
-    d = draw_circle_runs([{k: run[k] for k in ("traj", "ts", "beta", "counts", "centres")}], cfg,
-                         predicted=False, hold=2, size=24.0)
-    d.poster = 2 * _forming(run["counts"])
+    ts, counts = np.asarray(r["times"], dtype=np.float64), np.asarray(r["clusters"])[:, 0]
+    traj = np.asarray(r["trajectory"])
+    saves = np.arange(ts.size)
+    # t = 0 held a second; the slow start (t < 4) at every other save; the end held two seconds
+    order = np.r_[np.zeros(cfg.fps, np.int64), saves[(ts > 0) & (ts < 4)][::2], saves[ts >= 4],
+                  np.full(2 * cfg.fps, ts.size - 1)]
+    formed = int(np.argmax(np.asarray(r["singletons"])[:, 0] == 0))  # no token alone any more
+    a, b = first_plateau(counts[formed:])
+    shown = formed + (a + b) // 2  # the middle of the first plateau (in log t): several clusters, formed
+    poster = int(np.argmax(order >= shown))
+    # the view: most clusters in front at the poster and just before each merge once formed
+    merges = [int(np.argmax(order >= i)) for i in np.flatnonzero(np.diff(counts[formed:]) < 0) + formed]
+    turns = 0.5
+    azim, elev = _best_view(traj, order, [poster] + [k for k in merges if k > poster], turns)
+    c = r["config"]
+    d = draw_sphere_run(ts, traj, r["labels"], counts, cfg, order=order, turns=turns, elev=elev, azim=azim,
+                        title=f"{traj.shape[1]} tokens on $S^2$, $\\beta = {float(c['beta']):g}$, $Q = K = V = I$")
+    d.poster = poster
     return d
 
 
@@ -704,10 +980,12 @@ def _depth(r: Mapping[str, Any], cfg: AnimationConfig) -> Drawing:
 
 
 ANIMATIONS: dict[str, Spec] = {s.name: s for s in (
-    Spec("hero", "metastable-official", _hero,
-         "300 of 20,000 tokens on the circle at beta = 5, from scattered at t = 0 to three clusters by t = 0.31 "
-         "that hold to t = 0.6; each token coloured by the cluster it ends in, with the time and the number of clusters.",
-         AnimationConfig(width=5.4, height=5.4)),
+    Spec("hero", "intro-sphere-merging", _hero,
+         "128 tokens on a slowly turning sphere at beta = 9: scattered at t = 0, they gather into five clusters by "
+         "t = 8.1; two of them merge at t = 35.5 and two more at t = 78.1, leaving three clusters that hold to t = 400. "
+         "Each token is coloured by the cluster it ends in, a dot grows with the tokens it holds, and a strip below "
+         "plots the number of clusters against log t.",
+         AnimationConfig(width=5.4, height=6.3)),
     Spec("metastable-official", "metastable-official", _official,
          "Two circles: tokens of paper D's official runs at beta = 5 and beta = 7 gather into clusters next to "
          "the black marks of the predicted angles; the counters go 0, 1, 2, 3 clusters and never reach 4 at beta = 7."),

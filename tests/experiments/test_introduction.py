@@ -41,3 +41,38 @@ def test_single_cluster_verdict_follows_the_trials():
     early = intro.clustering(trials=2, n=8, t1=0.5, save_at=(0.0, 0.5))
     assert judge(early)[0].status == "inconclusive"
     assert intro.clustering_summary(early)["merged"] == 0
+
+
+@pytest.fixture(scope="module")
+def merging():
+    return intro.sphere_merging("fast")
+
+
+def test_sphere_merging_fast_profile_shapes(merging):
+    import numpy as np
+
+    cfg = intro.SphereMergingConfig()
+    ts = np.asarray(merging["times"])
+    assert ts.shape == (cfg.save_count,) and ts[0] == 0.0 and ts[1] == cfg.t_first and np.isclose(ts[-1], cfg.t1)
+    assert np.allclose(np.diff(np.log(ts[1:])), np.log(ts[2] / ts[1]))  # geometric after t = 0: even in log t
+    X = np.asarray(merging["trajectory"])
+    assert X.shape == (cfg.save_count, cfg.n, cfg.d) and np.allclose(np.linalg.norm(X, axis=-1), 1.0)
+    clusters, single = np.asarray(merging["clusters"]), np.asarray(merging["singletons"])
+    assert clusters.shape == single.shape == (cfg.save_count, cfg.trials)
+    assert (clusters[0] == cfg.n).all() and (single <= clusters).all() and (single[-1] == 0).all()
+    labels = np.asarray(merging["labels"])
+    assert labels.shape == (cfg.n,) and len(set(labels.tolist())) == clusters[-1, 0]
+
+
+def test_sphere_merging_verdict_follows_the_clusters(merging):
+    assert [c.status for c in judge(merging)] == ["reproduced"]
+    s = intro.sphere_merging_summary(merging)
+    assert s["min_formed_count"] >= 2 and s["all_formed"] and s["runs0"] and s["trial0_phrase"]
+    # at beta = 1 the tokens gather straight into one cluster: the same check fails on a real run
+    hot = intro.sphere_merging(trials=2, n=16, beta=1.0, t1=60.0, save_count=30)
+    assert intro.sphere_merging_summary(hot)["formed_count"] == [1, 1]
+    assert judge(hot)[0].status == "not-reproduced"
+    # too short a run: tokens still alone at t1 leave it undecided
+    early = intro.sphere_merging(trials=2, n=16, t1=2.0, save_count=5)
+    row = judge(early)[0]
+    assert row.status == "inconclusive" and "longer horizon" in row.why
