@@ -10,6 +10,10 @@
   (``make tex-deps`` installs them): its page count in a sensible range, an embedded image for every
   figure, every page's title in its text and no placeholder. Skipped where the PDF is not built.
 * The helpers of ``book/_ext/companion_pdf.py`` on the committed claims notebook (fast).
+* What the site folds or shows as HTML only, printed (issue 48): each verdict box as a box with the
+  paper's quoted words (its Markdown form), each numbers table of a folded cell as a captioned table
+  after the cell, the cell's code still left out. Expected from the reference notebooks: a chapter
+  executed before the Markdown forms existed prints its boxes as text until it is re-executed.
 """
 from __future__ import annotations
 
@@ -261,3 +265,144 @@ def test_doctests(pdf_ext):
 
     result = doctest.testmod(pdf_ext)
     assert result.attempted >= 4 and not result.failed
+
+
+# --- issue 48: the verdict boxes' quotes and the folded numbers tables, printed --------------------
+
+def _reference_outputs():
+    """(doc, cell, output) of every output of the reference notebooks."""
+    for nb in sorted((BOOK / "chapters").glob("*.ipynb")):
+        for cell in json.loads(nb.read_text())["cells"]:
+            for out in cell.get("outputs", []):
+                yield f"chapters/{nb.stem}", cell, out
+
+
+def _markdown(out) -> str:
+    return "".join(out.get("data", {}).get("text/markdown", ""))
+
+
+def _claims_by_id() -> dict:
+    return {r["id"]: r for f in sorted((ROOT / "data" / "claims").glob("*.json")) for r in json.loads(f.read_text())}
+
+
+def _plain_words(quote: str) -> str | None:
+    """The longest run of plain words of a quote (no maths, no TeX): printed as written."""
+    from companion import pages
+
+    runs = [run for k, p in pages.quote_pieces(quote) if k == "text" for run in re.findall(r"[A-Za-z][A-Za-z ,.']{20,}[A-Za-z]", p)]
+    return max(runs, key=len) if runs else None
+
+
+def _tex_words(tex: str) -> str:
+    """The words of LaTeX source as compared: Sphinx's curly apostrophes straight, whitespace single."""
+    return re.sub(r"\s+", " ", tex.replace("\u2019", "'"))
+
+
+def expected_quotes() -> dict[str, list[tuple[str, str]]]:
+    """Per page, (row id, plain words of the paper's quote) of each verdict box whose reference output
+    has a Markdown form."""
+    claims, found = _claims_by_id(), {}
+    for doc, _, out in _reference_outputs():
+        md = _markdown(out)
+        if not md.startswith("````{admonition}"):
+            continue
+        for row_id in re.findall(r"^- \*\*row:\*\* (.+?), in the claims table$", md, re.M):
+            row_id = row_id.replace("\\", "")
+            words = _plain_words(str(claims.get(row_id, {}).get("quote") or ""))
+            if words:
+                found.setdefault(doc, []).append((row_id, " ".join(words.split())))
+    return found
+
+
+def expected_folded_tables() -> dict[str, dict[str, int]]:
+    """Per page, how many numbers tables of folded cells each caption (the fold's label) has, for the
+    outputs with a Markdown form."""
+    pdf_ext = load_script("book/_ext/companion_pdf.py", "companion_book_pdf_ext_expected")
+    found: dict[str, dict[str, int]] = {}
+    for doc, cell, out in _reference_outputs():
+        tags = set(cell["metadata"].get("tags", []))
+        if not tags & {"hide-cell", "hide-output"} or not _markdown(out).startswith("| quantity | value |"):
+            continue
+        caption = pdf_ext.fold_caption((cell["metadata"].get("mystnb") or {}).get("code_prompt_show"))
+        if caption:
+            found.setdefault(doc, {}).setdefault(caption, 0)
+            found[doc][caption] += 1
+    return found
+
+
+@pytest.mark.slow
+def test_latex_prints_the_verdict_boxes_with_their_quotes(tex):
+    """Each verdict box with a Markdown form is a box in book.tex, with the paper's quoted words."""
+    _, text = tex
+    pages = _pages_of(text)
+    quotes = expected_quotes()
+    assert quotes, "no verdict box of the reference notebooks has a Markdown form (re-execute the chapters)"
+    missing = [f"{doc}: {row_id}: {words[:60]!r}" for doc, rows in quotes.items() for row_id, words in rows
+               if words not in _tex_words(pages.get(doc, ""))]
+    assert not missing, f"{len(missing)} quotes not printed, e.g. {missing[:3]}"
+    for doc in quotes:
+        assert "\\begin{sphinxadmonition}" in pages[doc], f"{doc}: no verdict box printed as a box"
+
+
+@pytest.mark.slow
+def test_latex_prints_the_folded_numbers_tables(tex):
+    """Each numbers table of a folded cell is a table in book.tex, captioned with its fold's label; the
+    folded code is not printed."""
+    _, text = tex
+    pages = _pages_of(text)
+    tables = expected_folded_tables()
+    assert tables, "no folded numbers table of the reference notebooks has a Markdown form (re-execute the chapters)"
+    for doc, captions in tables.items():
+        for caption, count in captions.items():
+            cap = re.escape(caption)  # a table's caption, or a long table's (over 30 rows: Sphinx's longtable)
+            printed = re.findall(r"\\sphinxcaption\{" + cap + r"\}\s*\\sphinxaftertopcaption\s*\\begin\{(?:tabulary|tabular)"
+                                 r"|\\sphinxthelongtablecaptionisattop\s*\\caption\{" + cap + r"\\strut\}", pages.get(doc, ""))
+            assert len(printed) == count, f"{doc}: {len(printed)} tables captioned {caption!r}, the notebook has {count}"
+        assert "pages.numbers_table(" not in pages[doc], f"{doc}: a folded cell's code printed"
+
+
+def test_pdf_prints_the_folded_numbers_tables(pdf_text):
+    """The PDF's text has a captioned table ("Table 5.1: The numbers behind the figure") for each
+    folded numbers table."""
+    tables = expected_folded_tables()
+    if not tables:
+        pytest.skip("no folded numbers table of the reference notebooks has a Markdown form yet")
+    for caption in {c for captions in tables.values() for c in captions}:
+        expected = sum(captions.get(caption, 0) for captions in tables.values())
+        found = len(re.findall(r"Table \d+(?:\.\d+)*: " + re.escape(caption) + r"(?!\w)", pdf_text))
+        assert found == expected, f"{found} tables captioned {caption!r} in the PDF, the notebooks have {expected}"
+
+
+def test_unfold_numbers_moves_only_the_numbers_out_of_a_fold(pdf_ext):
+    """A folded cell's numbers table goes after the cell, captioned with the fold's label; its code and
+    other outputs stay folded; a cell that is not folded keeps its table."""
+    from docutils import nodes
+
+    def bundle(html: str, with_table: bool) -> nodes.container:
+        forms = [nodes.container("", nodes.raw("", html, format="html"), mime_type="text/html")]
+        if with_table:
+            table = nodes.table("", nodes.tgroup("", cols=2))
+            forms.append(nodes.container("", table, mime_type="text/markdown"))
+        forms.append(nodes.container("", nodes.literal_block("", "slope  0.1"), mime_type="text/plain"))
+        return nodes.container("", *forms, nb_element="mime_bundle")
+
+    def cell(classes, *outputs):
+        c = nodes.container("", nodes.container("", nodes.literal_block("", "pages.numbers_table({})"), classes=["cell_input"]),
+                            nodes.container("", *outputs, nb_element="cell_code_output", classes=["cell_output"]),
+                            nb_element="cell_code", classes=["cell", *classes])
+        c["prompt_show"] = "Show the numbers behind the figure"
+        return c
+
+    section = nodes.section()
+    folded = cell(["tag_hide-cell"], bundle('<table class="numbers"><tbody></tbody></table>', True),
+                  bundle("<div>a figure's HTML</div>", False))
+    shown = cell([], bundle('<table class="numbers"><tbody></tbody></table>', True))
+    section += [folded, shown]
+    assert pdf_ext.unfold_numbers(section) == 1
+    assert section.children[0] is folded and section.children[2] is shown
+    moved = section.children[1]
+    assert moved.get("nb_element") == "mime_bundle"
+    assert [t.astext() for t in moved.findall(nodes.title)] == ["The numbers behind the figure"]
+    assert len([b for b in folded.findall(nodes.container) if b.get("nb_element") == "mime_bundle"]) == 1  # the other output
+    assert "numbers_table" in folded.astext()  # the code stays in the fold (left out by sphinx-jupyterbook-latex)
+    assert len([b for b in shown.findall(nodes.container) if b.get("nb_element") == "mime_bundle"]) == 1

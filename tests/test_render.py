@@ -244,14 +244,16 @@ MEASURE = r"""
                       src: img.getAttribute("src") || "", shown: img.getBoundingClientRect().width,
                       natural: img.naturalWidth});
     });
-    art.querySelectorAll("pre, table, .highlight, mjx-container[display='true'], img, .cell_output, figure, .verdict").forEach((e) => {
+    art.querySelectorAll("pre, table, .highlight, mjx-container[display='true'], img, .cell_output, figure, .verdict, .companion-figure-frame").forEach((e) => {
       if (!shown(e)) return;
       const r = e.getBoundingClientRect();
       const scrolls = e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== "visible";
+      const frame = e.closest(".companion-figure-frame");
+      if (frame && frame !== e && frame.scrollWidth > frame.clientWidth + 1) return;  // seen through its scrolling frame
       if (r.right > col.right + 1 || scrolls)
         m.overflow.push({what: e.tagName.toLowerCase() + "." + (e.className || "").toString().slice(0, 40),
                          beyond: r.right > col.right + 1, math: e.tagName.toLowerCase() === "mjx-container",
-                         code: !!e.closest(".cell_input")});
+                         code: !!e.closest(".cell_input"), figure: frame === e});
     });
     m.searches = Array.from(document.querySelectorAll(".search-button-field, .bd-search input")).filter(shown).length;
     const walker = document.createTreeWalker(art, NodeFilter.SHOW_TEXT);
@@ -308,9 +310,10 @@ def _reader_problems(slug: str, m: dict, paper_chapter: bool, tutorial: bool = F
     if m.get("searches", 1) > 1 or (m["width"] >= 1400 and m.get("searches", 1) < 1):
         out.append(f"{m['searches']} search boxes shown (one at 1400 px, at most one on a phone)")
     # At 1400 px nothing may be wider than the column or scroll sideways; on a phone (420 px) a long
-    # displayed equation may scroll inside its own box, but nothing may stick out of the column.
+    # displayed equation may scroll inside its own box, and a wide figure in its frame (companion.css keeps
+    # it wide enough to read), but nothing may stick out of the column.
     # A tutorial's code cells likewise, on a phone: at 1400 px its code lines must fit the column.
-    in_box = lambda o: o["math"] or (tutorial and o.get("code", False))  # noqa: E731
+    in_box = lambda o: o["math"] or o.get("figure", False) or (tutorial and o.get("code", False))  # noqa: E731
     wide = [o["what"] for o in m["overflow"] if m["width"] >= 1400 or o["beyond"] or not in_box(o)]
     if wide:
         out.append(f"{len(wide)} blocks wider than the column: {sorted(set(wide))[:4]}")
@@ -350,6 +353,10 @@ def test_reader_problems_are_found():
             "figures": [{"numbered": True, "alt": "tokens on the sphere", "src": "_images/a.png", "top": 400}]}
     assert _reader_problems("x", {**good, "width": 420}, True) == []  # an equation scrolling in its box, on a phone
     assert "wider than the column" in " ".join(_reader_problems("x", good, True))  # not at 1400 px
+    framed = {"what": "a.companion-figure-frame", "beyond": False, "math": False, "figure": True}
+    assert _reader_problems("x", {**good, "width": 420, "overflow": [framed]}, True) == []  # a wide figure in its frame
+    assert "wider than the column" in " ".join(_reader_problems("x", {**good, "overflow": [framed]}, True))  # not at 1400 px
+    assert "wider than the column" in " ".join(_reader_problems("x", {**good, "width": 420, "overflow": [{**framed, "beyond": True}]}, True))
     good["overflow"] = []
     assert _reader_problems("x", good, True) == []
     bad = {"merror": 1, "tex": [r"\mathbb E"], "searches": 2, "overflow": [{"what": "pre.", "beyond": True, "math": False}], "code_cells": 2, "code": 800, "raw": 400,
@@ -438,7 +445,7 @@ def _pages(html_dir: Path) -> list[Path]:
     return [html_dir / "intro.html"] + [html_dir / "chapters" / f"{s}.html" for s in _slugs()]
 
 
-SCROLL_WIDTH = "() => ({inner: window.innerWidth, scroll: document.documentElement.scrollWidth, body: document.body.scrollWidth, wide: Array.from(document.querySelectorAll('article *')).filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest('.pst-scrollable-table-container, .dt-container, mjx-container, pre, .cell_input, details:not([open])')).slice(0, 3).map((e) => e.tagName.toLowerCase() + '.' + String(e.className).slice(0, 30) + ': ' + (e.textContent || '').trim().slice(0, 40))})"
+SCROLL_WIDTH = "() => ({inner: window.innerWidth, scroll: document.documentElement.scrollWidth, body: document.body.scrollWidth, wide: Array.from(document.querySelectorAll('article *')).filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest('.pst-scrollable-table-container, .dt-container, mjx-container, pre, .cell_input, .companion-figure-frame, details:not([open])')).slice(0, 3).map((e) => e.tagName.toLowerCase() + '.' + String(e.className).slice(0, 30) + ': ' + (e.textContent || '').trim().slice(0, 40))})"
 
 
 @pytest.mark.parametrize("slug", ["intro", *_slugs()])
@@ -449,6 +456,34 @@ def test_no_page_wider_than_a_phone(slug, chromium, html_dir, tmp_path):
     m = _probe(chromium, page, SCROLL_WIDTH, 420, tmp_path / "profile")
     assert m["inner"] == 420, f"the viewport is {m['inner']} px, not 420"
     assert m["scroll"] <= 420 and m["body"] <= 420, f"{slug}: {m['scroll']} px wide at 420 px: {m['wide']}"
+
+
+# A two-panel figure on a phone: its labels are drawn at 10 pt, LABEL_PX CSS px at the figure's own width
+# (100 dpi, book/_scripts/matplotlibrc); shrunk to a 420 px screen's column (about 362 px) they fell to 7 px.
+LABEL_PX = 10 * 100 / 72
+READABLE_PX = 8
+TWO_PANELS = ("spectral_selection", "fig-spectral-two-tokens")  # Figure 3 of paper C: (a) correlation, (b) mass
+FIGURE_ON_A_PHONE = """() => {
+  const img = document.querySelector("#%s img");
+  img.scrollIntoView();
+  return {inner: window.innerWidth, scroll: document.documentElement.scrollWidth, body: document.body.scrollWidth,
+          own: parseFloat(img.style.width), shown: img.getBoundingClientRect().width,
+          framed: img.parentElement.getBoundingClientRect().right <= window.innerWidth};
+}"""
+
+
+def test_two_panel_figure_reads_on_a_phone(chromium, html_dir, tmp_path):
+    """At 420 px the page is no wider than the screen and a two-panel figure is shown wide enough for its
+    labels to be READABLE_PX or more (its frame scrolls sideways, not the page)."""
+    slug, figure = TWO_PANELS
+    m = _probe(chromium, html_dir / "chapters" / f"{slug}.html", FIGURE_ON_A_PHONE % figure, 420, tmp_path / "profile")
+    assert m["inner"] == 420, f"the viewport is {m['inner']} px, not 420"
+    assert m["scroll"] <= 420 and m["body"] <= 420, f"{slug}: the page is {m['scroll']} px wide at 420 px"
+    assert m["own"] > 600, f"{figure} is {m['own']} px wide at its own size: not the wide figure this checks"
+    need = m["own"] * READABLE_PX / LABEL_PX
+    assert m["shown"] >= need, (f"{figure}: shown {m['shown']:.0f} px wide of its {m['own']:.0f} px, labels "
+                                f"{LABEL_PX * m['shown'] / m['own']:.1f} px (needs {need:.0f} px for {READABLE_PX} px)")
+    assert m["framed"], f"{figure}: its frame sticks out of the screen"
 
 
 # WCAG 2 contrast of each element's text colour against the colour painted behind it (the first opaque
@@ -606,3 +641,46 @@ def test_first_visit_weight(slug, chromium, html_dir, tmp_path):
     total = sum(v for k, v in sizes.items() if not k.endswith((".mp4", ".webm")))
     top = sorted(sizes.items(), key=lambda kv: -kv[1])[:4]
     assert total <= FIRST_VISIT_BUDGET, f"{slug}: first visit {total / 1e6:.2f} MB (budget 1.5 MB): largest {top}"
+
+
+# The icon webfont (book/_ext/companion_fonts.py): a first visit fetched Font Awesome's whole solid font,
+# 156 kB, for about fifteen icons; the build cuts it to the icons the site draws.
+ICON_FONT_BUDGET = 20_000
+
+
+def _fonts_ext():
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import companion_fonts
+
+    return companion_fonts
+
+
+def test_first_visit_fetches_the_cut_icon_font(chromium, html_dir, tmp_path):
+    sizes = first_visit_bytes(chromium, html_dir, "intro.html", tmp_path / "profile")
+    icons = {k: v for k, v in sizes.items() if "fontawesome" in k}
+    assert icons, "no icon font fetched: the check does not see the header's icons"
+    heavy = {k: v for k, v in icons.items() if v > ICON_FONT_BUDGET}
+    assert not heavy, f"icon fonts over {ICON_FONT_BUDGET:,} bytes on a first visit: {heavy}"
+
+
+def test_cut_icon_fonts_draw_every_icon_of_the_pages(html_dir):
+    """Every icon class the built pages and scripts use has its glyph in the cut fonts the stylesheet
+    fetches (a missing one would draw as an empty box)."""
+    from fontTools.ttLib import TTFont
+
+    fonts = _fonts_ext()
+    css = (html_dir / fonts.STYLESHEET).read_text(encoding="utf-8")
+    cut = re.findall(r'url\(\.\./vendor/fontawesome/webfonts/([\w-]+\.subset\.woff)\) format\("woff"\)', css)
+    assert cut, "the theme's stylesheet fetches no cut icon font"
+    glyphs = set()
+    for name in cut:
+        glyphs |= set(TTFont(str(html_dir / fonts.FONTS / name)).getBestCmap())
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in html_dir.rglob("*.html")]
+    texts += [p.read_text(encoding="utf-8", errors="replace") for p in (html_dir / "_static").rglob("*.js")]
+    stylesheets = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in (html_dir / "_static").rglob("*.css"))
+    classes = fonts.icon_classes(texts)
+    assert {"fa-bars", "fa-magnifying-glass", "fa-circle-half-stroke", "fa-download"} <= classes, "the header's icons not seen"
+    used = fonts.icon_codepoints(stylesheets, classes)
+    assert len(used) >= 15
+    missing = sorted(hex(p) for p in used - glyphs)
+    assert not missing, f"icons the pages use but the cut fonts lack: {missing}"

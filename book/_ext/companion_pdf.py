@@ -13,6 +13,13 @@ their own text/plain; two kinds of output carry only IPython's placeholder
 Both run before myst-nb chooses a form (:class:`myst_nb.sphinx_.SelectMimeType`, priority 4), for
 the latex builder only.
 
+The verdict boxes and the numbers tables (``companion.pages``) carry a Markdown form too, which the
+latex builder prints: each box with its record and the paper's quoted words, each table as a table.
+A PDF cannot unfold, and sphinx-jupyterbook-latex leaves a folded cell out whole (``hide-cell``: code
+and outputs; ``hide-output``: the outputs): :class:`UnfoldNumbers` moves the numbers tables of such
+cells out after them, captioned with the fold's label ("The numbers behind the figure"), so the PDF
+prints the numbers and still leaves out the code.
+
 The landing page links to the PDF with the role ``{pdf-link}`text``` only when ``make pdf`` has
 built it (``companion_pdf_file``, relative to the book's folder): the HTML build then copies it to
 the site's root as ``companion_pdf_name``. Without it the role says how to build it, so a site
@@ -231,6 +238,57 @@ class PrintItables(SphinxPostTransform):
                 bundle.parent.remove(bundle)
 
 
+# A folded cell (myst-nb's tag classes) and the HTML a numbers table (companion.pages.numbers_table) opens with.
+FOLDED = ("tag_hide-cell", "tag_hide-output")
+_NUMBERS_HTML = re.compile(r'^\s*<table class="numbers"')
+
+
+def fold_caption(prompt: Any) -> str | None:
+    """The caption of a folded cell's table in print: its fold's label without "Show" (None for
+    myst-nb's default label, which names no content).
+
+    >>> fold_caption("Show the numbers behind the figure"), fold_caption("Show code cell {type}")
+    ('The numbers behind the figure', None)
+    """
+    words = str(prompt or "").strip()
+    if not words.startswith("Show ") or "{" in words or words.startswith("Show code cell"):
+        return None
+    rest = words[len("Show "):]
+    return rest[:1].upper() + rest[1:]
+
+
+def unfold_numbers(document: nodes.Element) -> int:
+    """Move the numbers tables out of every folded code cell of ``document`` to just after the cell, a
+    Markdown table captioned (:func:`fold_caption`); return how many moved."""
+    moved = 0
+    for cell in list(document.findall(nodes.container)):
+        if cell.get("nb_element") != "cell_code" or not set(FOLDED) & set(cell["classes"]):
+            continue
+        tables = [b for b in cell.findall(nodes.container) if b.get("nb_element") == "mime_bundle"
+                  and _NUMBERS_HTML.match(_text(_bundle_forms(b).get("text/html")))]
+        caption = fold_caption(cell.get("prompt_show"))
+        at = cell.parent.index(cell)
+        for i, bundle in enumerate(tables):
+            bundle.parent.remove(bundle)
+            table = next(iter(_bundle_forms(bundle).get("text/markdown", nodes.container()).findall(nodes.table)), None)
+            if caption and table is not None and not any(isinstance(c, nodes.title) for c in table.children):
+                table.insert(0, nodes.title("", caption))
+            cell.parent.insert(at + 1 + i, bundle)
+            moved += 1
+    return moved
+
+
+class UnfoldNumbers(SphinxPostTransform):
+    """The numbers tables of folded cells printed after them (:func:`unfold_numbers`; latex builder
+    only, before sphinx-jupyterbook-latex drops the folded cells, priority 400)."""
+
+    default_priority = 3
+    builders = ("latex",)
+
+    def run(self, **kwargs: Any) -> None:
+        unfold_numbers(self.document)
+
+
 _TAG = re.compile(r"\\tag\*?\{")
 
 
@@ -406,6 +464,7 @@ def setup(app) -> dict[str, Any]:
     app.add_config_value("companion_pdf_name", "companion-book.pdf", "env")
     app.add_role("pdf-link", pdf_link_role)
     app.add_post_transform(PrintItables)
+    app.add_post_transform(UnfoldNumbers)
     app.add_post_transform(TaggedDisplays)
     app.add_post_transform(LongTableWidths)
     app.add_post_transform(ControlCharacters)

@@ -19,7 +19,7 @@ from .store import code_status, load_run, results_dir, stale
 
 __all__ = ["show_full", "figure_sources", "chapter_times", "machine", "source_line",
            "retimed", "paper_figure", "verdict_box", "numbers_table", "ledger_table", "book_figures", "count_line", "section_link",
-           "STATUS_CLASSES", "BASIS_WORDS", "plain_number", "humanize", "GLOSSES", "glosses", "state_words", "state_summary", "stale_words", "verdict_sentence", "verdict_record_text", "row_anchor", "ledger_list", "quote_pieces", "quote_html", "quote_markdown", "paper_order", "claims_frame", "rereading", "rereading_table", "rereading_counts"]
+           "STATUS_CLASSES", "BASIS_WORDS", "plain_number", "humanize", "GLOSSES", "glosses", "state_words", "state_summary", "stale_words", "verdict_sentence", "verdict_record_text", "row_anchor", "ledger_list", "quote_pieces", "quote_html", "quote_markdown", "quote_markdown_escaped", "statement_markdown", "markdown_text", "verdict_markdown", "table_value", "line_style", "NUMBERS_SHOWN", "paper_order", "claims_frame", "rereading", "rereading_table", "rereading_counts"]
 
 
 def _stored_line(exp, profile: str, meta: Mapping[str, Any], root: Path | str | None) -> str:
@@ -471,6 +471,63 @@ def quote_markdown(text: str) -> str:
     return "".join(md[k](p) for k, p in quote_pieces(text))
 
 
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|$&~])")
+
+
+def markdown_text(text: Any) -> str:
+    r"""``text`` as MyST Markdown that shows it literally: its Markdown punctuation escaped (a ``|`` cannot
+    end a table cell, a ``$`` open maths, a ``{`` a role), on one line.
+
+    Examples
+    --------
+    >>> print(markdown_text("max |a_1 - b| < $5 {x}\nnext"))
+    max \|a\_1 - b\| \< \$5 \{x\} next
+    """
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def _md_code(text: str) -> str:
+    """``text`` as inline code (a backtick inside would close it: dropped)."""
+    return f"`{' '.join(text.replace('`', '').split())}`"
+
+
+def quote_markdown_escaped(text: str) -> str:
+    r"""A paper's words as MyST Markdown for the PDF (:func:`quote_pieces`): maths in ``$...$``, the copy's
+    mixed TeX as code, the words between them escaped (:func:`markdown_text`).
+
+    Examples
+    --------
+    >>> print(quote_markdown_escaped(r"$|x_i| \le 1$ for i < n_k *"))
+    $|x_i| \le 1$ for i \< n\_k \*
+    >>> print(quote_markdown_escaped(r"If $\eta \ll 1$, the proofs C_{2}(R)\leq 2R^{2} which are useful for us"))
+    If $\eta \ll 1$`, the proofs C_{2}(R)\leq 2R^{2} which are useful for us`
+    """
+    md = {"math": lambda p: f"${' '.join(p.split())}$", "copy": _md_code}
+    return "".join(_spaced(p, markdown_text(p)) if k == "text" else md[k](p) for k, p in quote_pieces(text))
+
+
+def _spaced(raw: str, text: str) -> str:
+    """``text`` with the spaces ``raw`` begins and ends with (:func:`markdown_text` strips them)."""
+    return (" " if raw[:1].isspace() else "") + text + (" " if raw[-1:].isspace() and text else "")
+
+
+def statement_markdown(text: str) -> str:
+    r"""A claim's statement as MyST Markdown, as :func:`statement_html` shows it: its ``$...$`` maths as
+    maths, the rest escaped (a lone dollar sign is text).
+
+    Examples
+    --------
+    >>> print(statement_markdown(r"$W_2 \le C$ for t < 1"))
+    $W_2 \le C$ for t \< 1
+    >>> print(statement_markdown("costs $5"))
+    costs \$5
+    """
+    if str(text).count("$") % 2:
+        return markdown_text(text)
+    pieces = re.split(r"(?<!\\)\$", str(text))
+    return "".join(f"${' '.join(p.split())}$" if i % 2 else _spaced(p, markdown_text(p)) for i, p in enumerate(pieces)).strip()
+
+
 def _text(x: Any) -> str:
     """A number or string of a ledger row as printed (floats already rounded by the ledger)."""
     return x if isinstance(x, str) else repr(x)
@@ -577,13 +634,25 @@ def paper_figure(name: str, fallback: Mapping[str, Any] | None = None, root: Pat
 
 
 class _Shown:
-    """Rendered as ``html`` on a page and as ``text`` in a notebook's text/plain (what nbval compares)."""
+    """Rendered as ``html`` on a page and as ``text`` in a notebook's text/plain (what nbval compares);
+    ``markdown``, where given, is the form the PDF prints (myst-nb's latex builder prefers text/markdown to
+    text/plain, its HTML builders text/html to both, so the pages do not change).
 
-    def __init__(self, html: str, text: str):
-        self.html, self.text = html, text
+    Examples
+    --------
+    >>> shown = _Shown("<b>1</b>", "1", "**1**")
+    >>> shown._repr_html_(), repr(shown), shown._repr_markdown_(), _Shown("<b>1</b>", "1")._repr_markdown_()
+    ('<b>1</b>', '1', '**1**', None)
+    """
+
+    def __init__(self, html: str, text: str, markdown: str | None = None):
+        self.html, self.text, self.markdown = html, text, markdown
 
     def _repr_html_(self) -> str:
         return self.html
+
+    def _repr_markdown_(self) -> str | None:  # None: IPython leaves text/markdown out
+        return self.markdown
 
     def __repr__(self) -> str:
         return self.text
@@ -623,10 +692,21 @@ def plain_number(x: Any, sig: int = 3) -> str:
         return "infinity" if x > 0 else "minus infinity"
     if x == 0:
         return "0"
-    if 1e-3 <= abs(x) < 1e5:
-        digits = max(sig - 1 - math.floor(math.log10(abs(x))), 0)
-        text = f"{round(x, digits):,.{digits}f}"
-        return text.rstrip("0").rstrip(".") if "." in text else text
+    return _decimal(x, sig) if 1e-3 <= abs(x) < 1e5 else _power(x, sig)
+
+
+def _decimal(x: float, sig: int, group: str = ",") -> str:
+    """A finite nonzero ``x`` in decimals, ``sig`` significant digits, no trailing zeros, thousands
+    separated by ``group``."""
+    import math
+
+    digits = max(sig - 1 - math.floor(math.log10(abs(x))), 0)
+    text = f"{round(x, digits):,.{digits}f}".replace(",", group)
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _power(x: float, sig: int) -> str:
+    """A finite nonzero ``x`` as ``m × 10ⁿ``, ``sig`` significant digits in ``m``."""
     mantissa, exponent = f"{x:.{sig - 1}e}".split("e")
     mantissa = mantissa.rstrip("0").rstrip(".")
     return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
@@ -866,6 +946,10 @@ def row_anchor(row_id: str) -> str:
     return f"row-{row_id}"
 
 
+# The record's fields that quote the papers (or our derivation or reading of them): shown in quotation marks.
+_QUOTE_FIELDS = ("the paper states", "our derivation", "our reading", "the paper's words")
+
+
 def verdict_box(rows: Any, only: Sequence[str] | None = None, skip: Sequence[str] | None = None,
                 claims_page: str = "claims.html") -> _Shown:
     """The verdicts of one result, one box per claim: the status word, then one sentence of what was
@@ -897,17 +981,18 @@ def verdict_box(rows: Any, only: Sequence[str] | None = None, skip: Sequence[str
         rows = judge(rows)
     rows = [r.as_dict() if hasattr(r, "as_dict") else dict(r) for r in rows]
     rows = [r for r in rows if (only is None or r["id"] in only) and (skip is None or r["id"] not in skip)]
-    html_rows, text_rows = [], []
+    html_rows, text_rows, md_rows = [], [], []
     for r in rows:
         sentence = verdict_sentence(r)
         why = _why_words(r)
         text_rows.append(f"{r['status']}: {sentence}" + (f"\n  why: {why}" if why else "") + f"\n  {r['id']} ({r['where']})")
+        md_rows.append(verdict_markdown(r, sentence, why))
         edge = ' <span class="verdict-edge" title="the status changes with the tolerance x 0.8 or x 1.25, or at the level 0.01 or 0.10">fragile</span>' if at_edge(r) else ""
         fields = []
         for field, words in _record(r):
             if field == "claim":
                 value = statement_html(words)
-            elif field.startswith(("the paper states", "our derivation", "our reading", "the paper's words")):
+            elif field.startswith(_QUOTE_FIELDS):
                 value = f"&ldquo;{quote_html(words)}&rdquo;"
             elif field == "row":
                 value = (f'<code>{_esc(r["id"])}</code> (<a href="{_esc(claims_page)}#{_esc(row_anchor(r["id"]))}">'
@@ -922,7 +1007,55 @@ def verdict_box(rows: Any, only: Sequence[str] | None = None, skip: Sequence[str
             f'<span class="verdict-line">{_esc(sentence)}{edge}</span>{why_html}'
             f'<details class="verdict-record"><summary>{_esc(r["where"])}: the claim and its full record</summary>'
             f'<dl>{"".join(fields)}</dl></details></div>')
-    return _Shown('<div class="verdicts">' + "".join(html_rows) + "</div>", "\n".join(text_rows))
+    return _Shown('<div class="verdicts">' + "".join(html_rows) + "</div>", "\n".join(text_rows), "\n\n".join(md_rows))
+
+
+
+def verdict_markdown(r: Mapping[str, Any], sentence: str | None = None, why: str | None = None) -> str:
+    r"""One claim's verdict box as MyST Markdown, what the PDF prints (it cannot fold): an admonition titled
+    by the status word, the sentence and why (:func:`verdict_sentence`, :func:`_why_words`), then the
+    record (:func:`_record`) unfolded, the paper's words quoted with their maths typeset; the measured and
+    expected values and why are not said twice where the sentence and the why line hold them whole.
+
+    Examples
+    --------
+    >>> print(verdict_markdown({"id": "X-1", "where": "Prop. 3.1", "statement": "$W_2$ stays below", "status": "partly",
+    ...                         "quote": "$W_2 \\le C$", "basis": "paper", "measured": 1.5, "expected": "<= 1", "why": "1.5 > 1"}))
+    ````{admonition} partly
+    :class: verdict verdict-partly
+    <BLANKLINE>
+    Measured 1.5; the paper says ≤ 1.
+    <BLANKLINE>
+    Why: 1.5 \> 1
+    <BLANKLINE>
+    - **claim:** $W_2$ stays below
+    - **where:** Prop. 3.1
+    - **the paper states:** “$W_2 \le C$”
+    - **row:** X-1, in the claims table
+    ````
+    """
+    sentence = verdict_sentence(r) if sentence is None else sentence
+    why = _why_words(r) if why is None else why
+    title = str(r["status"]) + (" (fragile)" if at_edge(r) else "")
+    lines = [f"````{{admonition}} {markdown_text(title)}", f":class: verdict verdict-{STATUS_CLASSES.get(r['status'], 'na')}",
+             "", markdown_text(sentence), ""]
+    if why:
+        lines += ["Why: " + quote_markdown_escaped(why), ""]
+    said = {"why": humanize(r.get("why") or "")[1:] == why[1:]}  # _why_words capitalises the first letter
+    said["measured"] = said["expected"] = "…" not in sentence  # neither clipped
+    for field, words in _record(r):
+        if said.get(field):
+            continue
+        if field == "claim":
+            value = statement_markdown(words)
+        elif field.startswith(_QUOTE_FIELDS):
+            value = f"“{quote_markdown_escaped(words)}”"
+        elif field == "row":
+            value = f"{markdown_text(r['id'])}, in the claims table"
+        else:  # the ledger's words may carry the papers' TeX: typeset, or shown as the copy's text
+            value = quote_markdown_escaped(words)
+        lines.append(f"- **{markdown_text(field)}:** {value}")
+    return "\n".join(lines + ["````"])
 
 
 def verdict_record_text(r: Mapping[str, Any]) -> str:
@@ -952,32 +1085,148 @@ def verdict_record_text(r: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def numbers_table(values: Mapping[str, Any], sig: int = 3) -> _Shown:
-    """The numbers behind a figure as a two-column table (rounded as :func:`companion.report.show` prints).
+NUMBERS_SHOWN = 20  # a numbers table shows a sequence of at most this many items; a longer one by count and range
+
+
+def _flat(v: Any) -> list:
+    """The leaves of nested lists and mappings (numpy already converted to lists)."""
+    if isinstance(v, Mapping):
+        v = list(v.values())
+    if isinstance(v, (list, tuple)):
+        return [y for x in v for y in _flat(x)]
+    return [v]
+
+
+def _fractions(v: Any) -> list[float]:
+    """The finite, nonzero, non-integer numbers of a value."""
+    import math
+
+    return [x for x in _flat(v) if isinstance(x, float) and math.isfinite(x) and x != 0]
+
+
+def line_style(v: Any) -> str:
+    """How one line of a numbers table writes its numbers: ``"decimal"`` when every one lies between 10⁻⁴
+    and 10⁵ (0.000624 beside 0.945, where :func:`plain_number` alone would write 6.24 × 10⁻⁴), else
+    ``"plain"`` (each as :func:`plain_number` writes it: a line spanning more decades than decimals can
+    hold keeps powers of ten where they are needed, never ``1 × 10⁰``).
 
     Examples
     --------
-    >>> print(numbers_table({"slope": 0.123456, "trials": 16}))
-    slope   0.123
-    trials  16
+    >>> line_style([0.945, 0.0536, 0.000624]), line_style([1.94e-05, 0.00125, 0.654]), line_style([2, 1000000])
+    ('decimal', 'plain', 'decimal')
     """
-    from .report import fmt
+    return "decimal" if all(1e-4 <= abs(x) < 1e5 for x in _fractions(v)) else "plain"
 
-    def cell(v: Any) -> str:
-        if isinstance(v, str):
-            return v
-        if hasattr(v, "tolist"):
-            v = v.tolist()
-        if isinstance(v, (list, tuple)):
-            return "[" + ", ".join(cell(x) for x in v) + "]"
-        return fmt(v, sig)
 
-    shown = [(str(k), cell(v)) for k, v in values.items()]
+def _in_line(x: Any, sig: int, style: str) -> str:
+    """A number inside a sequence or mapping, written in its line's ``style`` (:func:`line_style`) without
+    thousands separators (the sequence's commas would confuse them); integers of a million and more as
+    powers of ten."""
+    import math
+
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return plain_number(x, sig)
+    if isinstance(x, int):
+        return str(x) if abs(x) < 10**6 else _power(float(x), sig)
+    if style == "decimal" and math.isfinite(x) and x != 0:
+        return _decimal(x, sig, group="")
+    return plain_number(x, sig).replace(",", "")
+
+
+def _range_words(items: list, sig: int) -> str | None:
+    """A long sequence of numbers (nested lists too) as its count (its shape when a table of rows) and range;
+    None where it holds anything but numbers."""
+    import math
+
+    leaves = _flat(items)
+    if not leaves or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in leaves):
+        return None
+    widths = {len(x) if isinstance(x, list) else None for x in items}
+    count = (f"{len(items)} × {widths.pop()} values" if len(widths) == 1 and None not in widths and len(leaves) > len(items)
+             else f"{len(leaves)} values")
+    finite = [x for x in leaves if not math.isnan(x)]
+    nan = len(leaves) - len(finite)
+    if not finite:
+        return f"{count}, all not a number"
+    ends = [min(finite), max(finite)]
+    lo, hi = (_in_line(x, sig, line_style(ends)) for x in ends)
+    return f"{count}, " + (f"all {lo}" if lo == hi else f"{lo} to {hi}") + (f", {nan} not a number" if nan else "")
+
+
+def table_value(v: Any, sig: int = 3, style: str | None = None) -> str:
+    """One value of a numbers table as a person writes it, every number at ``sig`` significant digits: a lone
+    number through :func:`plain_number`, yes or no for a truth value; a sequence as its items without
+    brackets, a group inside it in parentheses, its numbers written one way where the line allows
+    (:func:`line_style`), without thousands separators (which its commas would confuse); more than :data:`NUMBERS_SHOWN` numbers as their
+    count and range; a mapping as ``name = value`` pairs; a string in words (:func:`humanize`: ``1e-06`` as
+    ``10⁻⁶``). ``style``: that of the line a value is inside (None: this value is the line).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> table_value([0.25, 0.25, 0.5]), table_value(np.array([100, 1000, 10000, 1000000])), table_value(16800)
+    ('0.25, 0.25, 0.5', '100, 1000, 10000, 1 × 10⁶', '16,800')
+    >>> table_value([0.945, 0.0536, 0.000624]), table_value([1.94e-05, 0.0822, 0.654, 1.0], sig=2)
+    ('0.945, 0.0536, 0.000624', '1.9 × 10⁻⁵, 0.082, 0.65, 1')
+    >>> table_value([[1, 0.25], [2, 0.5]]), table_value({"field": True, "qk_in": np.bool_(False)})
+    ('(1, 0.25), (2, 0.5)', 'field = yes, qk in = no')
+    >>> table_value(np.linspace(0.12, 0.98, 64)), table_value([float("nan")] * 3 + [0.5] * 30)
+    ('64 values, 0.12 to 0.98', '33 values, all 0.5, 3 not a number')
+    >>> table_value(np.ones((30, 3))), table_value("< 1e-06"), table_value(None), table_value(2.5e-05)
+    ('30 × 3 values, all 1', '< 10⁻⁶', 'none', '2.5 × 10⁻⁵')
+    """
+    if hasattr(v, "tolist"):  # numpy: scalars as Python numbers, arrays as (nested) lists
+        v = v.tolist()
+    if v is None or isinstance(v, str):
+        return humanize(v)
+    if isinstance(v, (bool, int, float)):
+        return plain_number(v, sig) if style is None else _in_line(v, sig, style)
+    inner = style is not None
+    if isinstance(v, Mapping):
+        v = {k: x.tolist() if hasattr(x, "tolist") else x for k, x in v.items()}
+        style = style or line_style(v)
+        text = ", ".join(f"{_prose(str(k).replace('_', ' '))} = {table_value(x, sig, style)}" for k, x in v.items())
+    else:
+        items = [x.tolist() if hasattr(x, "tolist") else list(x) if isinstance(x, tuple) else x for x in v]
+        style = style or line_style(items)
+        summary = _range_words(items, sig) if len(items) > NUMBERS_SHOWN else None
+        shown = items if summary is None else items[:NUMBERS_SHOWN]
+        text = summary or ", ".join(table_value(x, sig, style) for x in shown) or "none"
+        if summary is None and len(items) > NUMBERS_SHOWN:
+            text += f", … ({len(items)} in all)"
+    return f"({text})" if inner else text
+
+
+def numbers_table(values: Mapping[str, Any], sig: int = 3) -> _Shown:
+    """The numbers behind a figure as a two-column table, each value as a person writes it
+    (:func:`table_value`); a Markdown table for the PDF.
+
+    Examples
+    --------
+    >>> table = numbers_table({"slope": 0.123456, "trials": 16, "weights": [0.25, 0.25, 0.5], "|x| below": "< 1e-12"})
+    >>> print(table)
+    slope      0.123
+    trials     16
+    weights    0.25, 0.25, 0.5
+    |x| below  < 10⁻¹²
+    >>> print(table._repr_markdown_())
+    | quantity | value |
+    |:---|:---|
+    | slope | 0.123 |
+    | trials | 16 |
+    | weights | 0.25, 0.25, 0.5 |
+    | \\|x\\| below | \\< 10⁻¹² |
+    >>> "<td>0.25, 0.25, 0.5</td>" in table._repr_html_()
+    True
+    """
+    shown = [(str(k), table_value(v, sig)) for k, v in values.items()]
     width = max((len(k) for k, _ in shown), default=0)
     text = "\n".join(f"{k:<{width}}  {v}" for k, v in shown)
     html = ('<table class="numbers"><tbody>' + "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in shown)
             + "</tbody></table>")
-    return _Shown(html, text)
+    markdown = "\n".join(["| quantity | value |", "|:---|:---|"]
+                         + [f"| {markdown_text(k)} | {markdown_text(v)} |" for k, v in shown])
+    return _Shown(html, text, markdown)
 
 
 def ledger_table(rows: Any, link: Callable[[Mapping[str, Any]], str] | None = None) -> _Shown:
