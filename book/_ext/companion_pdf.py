@@ -2,7 +2,7 @@
 
 LaTeX cannot show a notebook's HTML outputs, so myst-nb picks another form of each output for the
 ``latex`` builder (text/markdown, then text/plain). The verdict boxes and the numbers tables carry
-their own text/plain; two kinds of output carry only IPython's placeholder
+their own Markdown (below); two kinds of output carry only IPython's placeholder
 ``<IPython.core.display.HTML object>``, which would be printed as such:
 
 * the interactive claims table (itables): its rows are embedded in the page's script as JSON
@@ -430,7 +430,7 @@ def pdf_link_role(name, rawtext, text, lineno, inliner, options=None, content=No
         size = state[1] / 2**20
         up = "../" * env.docname.count("/")
         ref = nodes.reference(rawtext, text, refuri=up + app.config.companion_pdf_name)
-        return [ref, nodes.Text(f" ({size:.1f} MB): every chapter, figure, verdict and table; what the site folds (code, numbers, CI checks) stays on the site.")], []
+        return [ref, nodes.Text(f" ({size:.1f} MB): every chapter, figure, verdict and table, the numbers behind each figure included; what the site folds besides (code, CI checks) stays on the site.")], []
     return [nodes.Text(f"{text}: not built with this site; "), nodes.literal(text="make pdf"), nodes.Text(" builds it.")], []
 
 
