@@ -731,7 +731,7 @@ def get(name: str) -> Experiment:
     >>> get("intro-clusterin")
     Traceback (most recent call last):
     ...
-    ValueError: unknown experiment 'intro-clusterin'; did you mean 'intro-clustering' or 'intro-consensus'? (`python -m companion list` lists all 55)
+    ValueError: unknown experiment 'intro-clusterin'; did you mean 'intro-clustering' or ...? (`python -m companion list` lists all ...)
     """
     import difflib
 
