@@ -731,6 +731,22 @@ def _prose(text: str) -> str:
     return text.replace("{", "").replace("}", "")
 
 
+def key_words(key: Any) -> str:
+    """A result's key in words: a bare identifier's underscores read as spaces (``final_E`` as
+    ``final E``); a key that is already words or a formula keeps them, since there an underscore is a
+    subscript (``smallest m_d(t_end)``, ``R_k(t_end)``).
+
+    Examples
+    --------
+    >>> key_words("w2_at_end"), key_words("smallest m_d(t_end)"), key_words("R_k(t_end)")
+    ('w2 at end', 'smallest m_d(t_end)', 'R_k(t_end)')
+    >>> key_words("rho_min < -1 + 1e-3 at t = 0")
+    'rho_min < -1 + 10⁻³ at t = 0'
+    """
+    k = str(key)
+    return _prose(k if re.search(r"[\s()]", k) else k.replace("_", " "))
+
+
 def humanize(v: Any, sig: int = 3, names: Sequence[Any] | None = None) -> str:
     """A ledger value in words, never a Python repr: numbers through :func:`plain_number`, a mapping as
     "name value" pairs, a list as its items (a label followed by its value as "label: value"), and
@@ -756,7 +772,7 @@ def humanize(v: Any, sig: int = 3, names: Sequence[Any] | None = None) -> str:
     if isinstance(v, (bool, int, float)) or (hasattr(v, "dtype") and getattr(v, "ndim", 1) == 0):
         return plain_number(v.item() if hasattr(v, "item") else v, sig)
     if isinstance(v, Mapping):
-        return ", ".join(f"{_prose(str(k).replace('_', ' '))} {humanize(x, sig)}" for k, x in v.items())
+        return ", ".join(f"{key_words(k)} {humanize(x, sig)}" for k, x in v.items())
     if hasattr(v, "tolist"):
         v = v.tolist()
     items = list(v)
@@ -1185,7 +1201,7 @@ def table_value(v: Any, sig: int = 3, style: str | None = None) -> str:
     if isinstance(v, Mapping):
         v = {k: x.tolist() if hasattr(x, "tolist") else x for k, x in v.items()}
         style = style or line_style(v)
-        text = ", ".join(f"{_prose(str(k).replace('_', ' '))} = {table_value(x, sig, style)}" for k, x in v.items())
+        text = ", ".join(f"{key_words(k)} = {table_value(x, sig, style)}" for k, x in v.items())
     else:
         items = [x.tolist() if hasattr(x, "tolist") else list(x) if isinstance(x, tuple) else x for x in v]
         style = style or line_style(items)
