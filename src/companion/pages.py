@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 import json
+import math
 import platform
 import re
 from pathlib import Path
@@ -679,8 +680,6 @@ def plain_number(x: Any, sig: int = 3) -> str:
     >>> plain_number(float("nan")), plain_number(float("inf")), plain_number(12), plain_number(True)
     ('not a number', 'infinity', '12', 'yes')
     """
-    import math
-
     if isinstance(x, bool):
         return "yes" if x else "no"
     if isinstance(x, int):
@@ -698,8 +697,6 @@ def plain_number(x: Any, sig: int = 3) -> str:
 def _decimal(x: float, sig: int, group: str = ",") -> str:
     """A finite nonzero ``x`` in decimals, ``sig`` significant digits, no trailing zeros, thousands
     separated by ``group``."""
-    import math
-
     digits = max(sig - 1 - math.floor(math.log10(abs(x))), 0)
     text = f"{round(x, digits):,.{digits}f}".replace(",", group)
     return text.rstrip("0").rstrip(".") if "." in text else text
@@ -1026,7 +1023,6 @@ def verdict_box(rows: Any, only: Sequence[str] | None = None, skip: Sequence[str
     return _Shown('<div class="verdicts">' + "".join(html_rows) + "</div>", "\n".join(text_rows), "\n\n".join(md_rows))
 
 
-
 def verdict_markdown(r: Mapping[str, Any], sentence: str | None = None, why: str | None = None) -> str:
     r"""One claim's verdict box as MyST Markdown, what the PDF prints (it cannot fold): an admonition titled
     by the status word, the sentence and why (:func:`verdict_sentence`, :func:`_why_words`), then the
@@ -1115,8 +1111,6 @@ def _flat(v: Any) -> list:
 
 def _fractions(v: Any) -> list[float]:
     """The finite, nonzero, non-integer numbers of a value."""
-    import math
-
     return [x for x in _flat(v) if isinstance(x, float) and math.isfinite(x) and x != 0]
 
 
@@ -1138,8 +1132,6 @@ def _in_line(x: Any, sig: int, style: str) -> str:
     """A number inside a sequence or mapping, written in its line's ``style`` (:func:`line_style`) without
     thousands separators (the sequence's commas would confuse them); integers of a million and more as
     powers of ten."""
-    import math
-
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         return plain_number(x, sig)
     if isinstance(x, int):
@@ -1152,8 +1144,6 @@ def _in_line(x: Any, sig: int, style: str) -> str:
 def _range_words(items: list, sig: int) -> str | None:
     """A long sequence of numbers (nested lists too) as its count (its shape when a table of rows) and range;
     None where it holds anything but numbers."""
-    import math
-
     leaves = _flat(items)
     if not leaves or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in leaves):
         return None

@@ -190,16 +190,15 @@ def sphere_merging_summary(result: dict[str, Any]) -> dict[str, Any]:
     formed_count = [int(clusters[i, j]) if i is not None else 0 for j, i in enumerate(idx)]
     final = clusters[-1]
     values, counts = np.unique(final, return_counts=True)
-    runs0 = _runs(ts, clusters[:, 0], idx[0]) if idx[0] is not None else []
+    runs = [_runs(ts, clusters[:, j], i) if i is not None else [] for j, i in enumerate(idx)]  # once formed
+    runs0 = runs[0]
     phrase = ", then ".join(f"{_words(c)} cluster{'s' if c != 1 else ''} " + (
         f"from t = {a:.3g} to {b:.3g}" if k == 0 else f"to t = {b:.3g}" if b > a else f"at t = {b:.3g}")
         for k, (c, a, b) in enumerate(runs0))
     drops = multi = 0
-    for j in range(trials):
-        runs = _runs(ts, clusters[:, j], idx[j]) if idx[j] is not None else []
-        if runs:
-            c = clusters[ts >= runs[0][1], j]
-            step = -np.diff(c)
+    for j, rj in enumerate(runs):
+        if rj:
+            step = -np.diff(clusters[ts >= rj[0][1], j])
             drops, multi = drops + int((step > 0).sum()), multi + int((step > 1).sum())
     done = [f for f in formed_at if not math.isnan(f)]
     return dict(trials=trials, t1=float(ts[-1]), times=ts.tolist(), formed_at=formed_at, formed_count=formed_count,
