@@ -280,7 +280,7 @@ def unfold_numbers(document: nodes.Element) -> int:
 
 class UnfoldNumbers(SphinxPostTransform):
     """The numbers tables of folded cells printed after them (:func:`unfold_numbers`; latex builder
-    only, before sphinx-jupyterbook-latex drops the folded cells, priority 400)."""
+    only, at priority 3: before myst-nb picks a form and sphinx-jupyterbook-latex drops the folded cells)."""
 
     default_priority = 3
     builders = ("latex",)
